@@ -1,0 +1,196 @@
+"""The versioned catalog: the pure core of catalogd.
+
+A :class:`Catalog` maps keys (:mod:`subscriber.keys`) to opaque payloads and
+gives every change the next value of one global, monotonic ``catalog_version``.
+It imports no sockets, threads, clocks or databases; adapters feed it changes
+and publish the deltas it returns.
+
+Invariants:
+
+* ``version`` only grows. Each changed key gets its own version; a commit of
+  ``n`` real changes advances ``version`` by exactly ``n``.
+* A change whose payload equals the current one is not a change: it gets no
+  version and appears in no delta (unchanged reloads are free).
+* Removing a key leaves a tombstone carrying the removal's version, so a delta
+  can say "gone". At most ``max_tombstones`` are kept; dropping the oldest one
+  raises ``floor`` to its version.
+* ``delta_since(v)`` for ``floor <= v <= version`` returns every change in
+  ``(v, version]`` (the newest entry per key); applying it to a copy at ``v``
+  yields exactly the live entries at ``version``. For ``v < floor`` it raises
+  :class:`DeltaUnavailableError`: the caller needs a snapshot.
+* Entries are kept in version order (dict insertion order, re-inserted on
+  change), so a delta costs time proportional to its size, not the catalog's.
+
+Not thread-safe: one owner (catalogd's catalog thread) calls every method.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from subscriber.delta import Delta, Entry
+from subscriber.errors import CatalogError
+from subscriber.keys import database_of
+
+
+class DeltaUnavailableError(CatalogError):
+    """The requested delta reaches back past the catalog's oldest tombstone."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Every live entry at ``version``, in version order."""
+
+    version: int
+    entries: tuple[Entry, ...]
+
+
+class Catalog:
+    """A versioned map from object keys to payloads, with tombstones and deltas.
+
+    Args:
+        version: the version to start from (catalogd passes the persisted
+            high-water mark so versions never go backwards across restarts).
+        max_tombstones: how many tombstones to keep for catch-up deltas.
+    """
+
+    def __init__(self, *, version: int = 0, max_tombstones: int = 100_000) -> None:
+        if version < 0 or max_tombstones < 0:
+            raise ValueError("version and max_tombstones must be non-negative")
+        self._version = version
+        self._floor = version
+        self._max_tombstones = max_tombstones
+        # key -> newest entry (live or tombstone), in increasing version order.
+        self._entries: dict[str, Entry] = {}
+        # tombstoned key -> removal version, oldest first, for bounded pruning.
+        self._tombstones: OrderedDict[str, int] = OrderedDict()
+        # database -> live keys, so database-wide operations need no full scan.
+        self._by_database: dict[str, set[str]] = {}
+        self._live = 0
+
+    # -- reading -----------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """The version of the newest change (or the start version)."""
+        return self._version
+
+    @property
+    def floor(self) -> int:
+        """The oldest version :meth:`delta_since` can start from."""
+        return self._floor
+
+    def __len__(self) -> int:
+        """The number of live objects."""
+        return self._live
+
+    def __contains__(self, key: object) -> bool:
+        entry = self._entries.get(key)  # type: ignore[call-overload]
+        return entry is not None and entry.payload is not None
+
+    def get(self, key: str) -> Entry | None:
+        """The live entry for ``key``, or None when absent or removed."""
+        entry = self._entries.get(key)
+        return entry if entry is not None and entry.payload is not None else None
+
+    def keys_of_database(self, db: str) -> frozenset[str]:
+        """Live keys that belong to database ``db`` (``""`` for global objects)."""
+        return frozenset(self._by_database.get(db, ()))
+
+    def keys_with_prefix(self, prefix: str, *, db: str | None = None) -> list[str]:
+        """Live keys starting with ``prefix``; ``db`` narrows the scan to one database."""
+        pool: Iterable[str] = self._by_database.get(db, ()) if db is not None else self._entries
+        return sorted(k for k in pool if k.startswith(prefix) and k in self)
+
+    def live_entries(self) -> Iterator[Entry]:
+        """Live entries in version order."""
+        return (e for e in self._entries.values() if e.payload is not None)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self._version, tuple(self.live_entries()))
+
+    def delta_since(self, version: int) -> Delta:
+        """Every change after ``version``, newest entry per key, in version order.
+
+        Raises:
+            DeltaUnavailableError: ``version`` is older than :attr:`floor` or
+                newer than :attr:`version`.
+        """
+        if version < self._floor or version > self._version:
+            raise DeltaUnavailableError(
+                f"no delta from version {version}: this catalog serves "
+                f"[{self._floor}, {self._version}]"
+            )
+        newer: list[Entry] = []
+        for entry in reversed(self._entries.values()):
+            if entry.version <= version:
+                break
+            newer.append(entry)
+        newer.reverse()
+        return Delta(version, self._version, tuple(newer))
+
+    # -- writing -----------------------------------------------------------------
+
+    def commit(
+        self, changes: Mapping[str, bytes | None] | Iterable[tuple[str, bytes | None]]
+    ) -> Delta:
+        """Apply changes (key -> payload, None removes) and return what changed.
+
+        Unchanged payloads and removals of absent keys are skipped. When a key
+        appears twice the last value wins. Returns the delta from the version
+        before the call; it is empty (``from == to``) when nothing changed.
+        """
+        items = changes.items() if isinstance(changes, Mapping) else changes
+        start = self._version
+        applied: dict[str, Entry] = {}
+        for key, payload in dict(items).items():
+            current = self._entries.get(key)
+            current_payload = current.payload if current is not None else None
+            if payload == current_payload:
+                continue
+            self._version += 1
+            entry = Entry(key, self._version, payload)
+            self._store(key, entry, was_live=current_payload is not None)
+            applied[key] = entry
+        self._prune_tombstones()
+        return Delta(start, self._version, tuple(applied.values()))
+
+    def replace(self, keys: Iterable[str], items: Mapping[str, bytes]) -> Delta:
+        """Make the live keys among ``keys`` exactly ``items``.
+
+        Every key in ``keys`` that ``items`` lacks is removed; every item is
+        upserted. Use it to replace a group such as a table's partitions
+        (``keys`` = :meth:`keys_with_prefix` of the table) in one commit.
+        """
+        changes: dict[str, bytes | None] = {k: None for k in keys if k not in items}
+        changes.update(items)
+        return self.commit(changes)
+
+    def _store(self, key: str, entry: Entry, *, was_live: bool) -> None:
+        # Re-insert so dict order stays version order.
+        self._entries.pop(key, None)
+        self._entries[key] = entry
+        db = database_of(key)
+        if entry.payload is None:
+            self._tombstones[key] = entry.version
+            self._tombstones.move_to_end(key)
+            if was_live:
+                self._live -= 1
+                members = self._by_database[db]
+                members.discard(key)
+                if not members:
+                    del self._by_database[db]
+        else:
+            self._tombstones.pop(key, None)
+            if not was_live:
+                self._live += 1
+                self._by_database.setdefault(db, set()).add(key)
+
+    def _prune_tombstones(self) -> None:
+        while len(self._tombstones) > self._max_tombstones:
+            key, removed_at = self._tombstones.popitem(last=False)
+            del self._entries[key]
+            # A copy older than this removal can no longer learn of it.
+            self._floor = max(self._floor, removed_at)

@@ -1,0 +1,95 @@
+"""Versioned entries and deltas: the values the catalog protocol is made of.
+
+An :class:`Entry` is one catalog object (or the tombstone of a removed one) at
+the ``catalog_version`` that last changed it. A :class:`Delta` is every change
+in the half-open version range ``(from_version, to_version]``, one entry per
+key (the newest), sorted by version.
+
+Invariants:
+
+* ``from_version <= to_version``; every entry's version is in the range.
+* Within a delta, keys are unique and versions strictly increase.
+* A delta can be applied to a copy of the catalog at exactly ``from_version``;
+  the result is the catalog at ``to_version`` (:func:`apply_delta`). Applying
+  it to a copy at any other version is a protocol error, never a guess.
+
+The payload is opaque here (in practice an encoded ``TCatalogObject``); the
+core only compares payloads for equality.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, MutableMapping
+from dataclasses import dataclass
+
+from subscriber.errors import CatalogError
+from subscriber.keys import database_of
+
+
+class VersionGapError(CatalogError):
+    """A delta does not start at the version of the copy it is applied to."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One key at one version: a live object, or a tombstone when ``payload`` is None."""
+
+    key: str
+    version: int
+    payload: bytes | None
+
+    @property
+    def removed(self) -> bool:
+        return self.payload is None
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """Every change in ``(from_version, to_version]``, newest entry per key."""
+
+    from_version: int
+    to_version: int
+    entries: tuple[Entry, ...]
+
+    def __post_init__(self) -> None:
+        if self.from_version > self.to_version:
+            raise ValueError(f"delta range ({self.from_version}, {self.to_version}] is reversed")
+
+    @property
+    def empty(self) -> bool:
+        return not self.entries
+
+    def filtered(self, keep: Iterable[str] | None) -> Delta:
+        """The same range restricted to the entries of the databases in ``keep``.
+
+        Database membership is :func:`subscriber.keys.database_of` (``""`` for
+        global objects); ``None`` keeps everything.
+        """
+        if keep is None:
+            return self
+        wanted = set(keep)
+        return Delta(
+            self.from_version,
+            self.to_version,
+            tuple(e for e in self.entries if database_of(e.key) in wanted),
+        )
+
+
+def apply_delta(live: MutableMapping[str, Entry], version: int, delta: Delta) -> int:
+    """Apply ``delta`` in place to ``live`` (key -> live entry) held at ``version``.
+
+    Returns the new version (``delta.to_version``).
+
+    Raises:
+        VersionGapError: when ``delta.from_version != version``; ``live`` is untouched.
+    """
+    if delta.from_version != version:
+        raise VersionGapError(
+            f"delta ({delta.from_version}, {delta.to_version}] does not follow version {version}"
+        )
+    for entry in delta.entries:
+        if entry.payload is None:
+            live.pop(entry.key, None)
+        else:
+            live[entry.key] = entry
+    return delta.to_version

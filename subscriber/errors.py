@@ -1,0 +1,68 @@
+"""The one exception tree of catalogd and its subscriber library.
+
+::
+
+    CatalogError                      root: catch this to catch everything we raise
+    ├── NotFoundError                 unknown database, table, partition, pool, ...
+    ├── InvalidRequestError           malformed input (partition spec, name, option)
+    ├── ConflictError                 the request contradicts the current state
+    ├── BusyError                     try again later (a load is in progress, ...)
+    ├── ProtocolError                 bytes that do not decode as our messages
+    ├── CatalogTimeoutError           a bounded wait ran out (wait_for_version, ...)
+    ├── ForkedProcessError            a subscriber used in a forked child process
+    ├── UnavailableError              a peer cannot be reached
+    │   └── MetastoreUnavailableError the Hive Metastore cannot be reached
+    └── MetastoreError                the Hive Metastore answered with an error
+
+Adapters map foreign errors (zmq, thrift, DBAPI) to the most specific class here,
+chaining the original (``raise NotFoundError(...) from exc``). Every class
+pickles with its message intact (Spark ships exceptions between processes).
+This module lives in ``subscriber`` because ``subscriber`` installs with pyzmq
+and thriftpy2 only; ``catalogd`` builds on it.
+"""
+
+from __future__ import annotations
+
+
+class CatalogError(Exception):
+    """Root of every error raised by catalogd and the subscriber library."""
+
+
+class NotFoundError(CatalogError, LookupError):
+    """The named object does not exist (in HMS, or in the cache)."""
+
+
+class InvalidRequestError(CatalogError, ValueError):
+    """The request is malformed; the message shows the expected form."""
+
+
+class ConflictError(CatalogError):
+    """The request contradicts the current state (e.g. removing a pool in use)."""
+
+
+class BusyError(CatalogError):
+    """The server cannot take the request now; retrying later may succeed."""
+
+
+class ProtocolError(CatalogError):
+    """Bytes that do not decode as one of our messages."""
+
+
+class CatalogTimeoutError(CatalogError, TimeoutError):
+    """A bounded wait ran out before its condition held."""
+
+
+class ForkedProcessError(CatalogError):
+    """A subscriber created in a parent process was used in a forked child."""
+
+
+class UnavailableError(CatalogError, ConnectionError):
+    """A peer (catalogd, HMS, a database) cannot be reached."""
+
+
+class MetastoreUnavailableError(UnavailableError):
+    """The Hive Metastore at the named address cannot be reached."""
+
+
+class MetastoreError(CatalogError):
+    """The Hive Metastore answered a call with an error we cannot map further."""
