@@ -59,6 +59,25 @@ class Delta:
     def empty(self) -> bool:
         return not self.entries
 
+    def rebased(self, version: int) -> Delta | None:
+        """This delta as seen by a copy already at ``version``.
+
+        Because a delta holds the newest entry per key, a copy at any version
+        inside ``[from_version, to_version]`` can apply just the entries newer
+        than its own version. Returns that delta (empty when the copy already
+        has everything), or None when ``version < from_version``: a gap that
+        only a catch-up or a snapshot can fill.
+        """
+        if version < self.from_version:
+            return None
+        if version == self.from_version:
+            return self
+        if version >= self.to_version:
+            return Delta(version, version, ())
+        return Delta(
+            version, self.to_version, tuple(e for e in self.entries if e.version > version)
+        )
+
     def filtered(self, keep: Iterable[str] | None) -> Delta:
         """The same range restricted to the entries of the databases in ``keep``.
 

@@ -1,0 +1,261 @@
+"""The subscriber's local copy of the catalog: one writer, lock-free readers.
+
+:class:`CatalogCache` is pure (no sockets, threads or clock). Its one writer
+(the subscriber's background thread) installs snapshots and applies deltas;
+each change builds a new immutable :class:`CacheView` and swaps it in with a
+single reference assignment, so readers in Spark code take no lock and always
+see one consistent version.
+
+Invariants:
+
+* A delta is applied only when it starts at the view's version
+  (:class:`~subscriber.delta.VersionGapError` otherwise, view untouched).
+* Copy-on-write is proportional to the change, not the catalog: partitions
+  live in per-table sets of :data:`BUCKETS` hash buckets, so changing one
+  partition of a 100k-partition table copies one bucket of ~1/64 of it.
+* Entries keep the encoded payload; decoding happens on read, in the reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+
+from subscriber.delta import Delta, Entry, VersionGapError
+from subscriber.keys import database_of
+
+BUCKETS = 64
+_PARTITION = "HDFS_PARTITION"
+_EMPTY_BUCKETS: tuple[Mapping[str, Entry], ...] = tuple(
+    MappingProxyType({}) for _ in range(BUCKETS)
+)
+
+
+def _split_partition_key(key: str) -> tuple[str, str]:
+    """``HDFS_PARTITION:db.t:k=v`` -> (``db.t``, ``k=v``)."""
+    rest = key[len(_PARTITION) + 1 :]
+    table, _, name = rest.partition(":")
+    return table, name
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSet:
+    """The partitions of one table: partition name -> entry, in hash buckets."""
+
+    buckets: tuple[Mapping[str, Entry], ...] = _EMPTY_BUCKETS
+    size: int = 0
+
+    def get(self, name: str) -> Entry | None:
+        return self.buckets[hash(name) % BUCKETS].get(name)
+
+    def items(self) -> Iterator[tuple[str, Entry]]:
+        for bucket in self.buckets:
+            yield from bucket.items()
+
+    def __len__(self) -> int:
+        return self.size
+
+    def changed(self, updates: Mapping[str, Entry | None]) -> PartitionSet:
+        """A new set with ``updates`` (name -> entry, None removes) applied."""
+        by_bucket: dict[int, list[tuple[str, Entry | None]]] = {}
+        for name, entry in updates.items():
+            by_bucket.setdefault(hash(name) % BUCKETS, []).append((name, entry))
+        buckets = list(self.buckets)
+        size = self.size
+        for index, changes in by_bucket.items():
+            bucket = dict(buckets[index])
+            for name, entry in changes:
+                had = name in bucket
+                if entry is None:
+                    if had:
+                        del bucket[name]
+                        size -= 1
+                else:
+                    bucket[name] = entry
+                    size += not had
+            buckets[index] = bucket
+        return PartitionSet(tuple(buckets), size)
+
+
+class ChangeKind(Enum):
+    ADDED = "added"
+    UPDATED = "updated"
+    REMOVED = "removed"
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEvent:
+    """What a delta did to one key, as listeners receive it."""
+
+    kind: ChangeKind
+    key: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class CacheView:
+    """One immutable version of the cached catalog. Safe to share between threads."""
+
+    service_id: str = ""
+    version: int = 0
+    objects: Mapping[str, Entry] = field(default_factory=dict)
+    """Every non-partition key -> entry."""
+    by_database: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Database -> its non-partition keys (``""`` holds global objects)."""
+    partitions: Mapping[str, PartitionSet] = field(default_factory=dict)
+    """``db.table`` -> its partitions."""
+
+    def get(self, key: str) -> Entry | None:
+        if key.startswith(_PARTITION + ":"):
+            table, name = _split_partition_key(key)
+            parts = self.partitions.get(table)
+            return parts.get(name) if parts is not None else None
+        return self.objects.get(key)
+
+    def keys_of(self, db: str) -> frozenset[str]:
+        return self.by_database.get(db, frozenset())
+
+    def partitions_of(self, table: str) -> PartitionSet:
+        """The partitions of ``db.table`` (lower-case), empty when none are cached."""
+        return self.partitions.get(table, PartitionSet())
+
+    def entry_count(self) -> int:
+        return len(self.objects) + sum(len(p) for p in self.partitions.values())
+
+    def entries(self) -> Iterator[Entry]:
+        yield from self.objects.values()
+        for parts in self.partitions.values():
+            for _, entry in parts.items():
+                yield entry
+
+
+def build_view(service_id: str, version: int, entries: Iterable[Entry]) -> CacheView:
+    """A view holding exactly the live ``entries`` (a snapshot) at ``version``."""
+    return _with_changes(CacheView(service_id, 0), version, entries, events=None)
+
+
+def _with_changes(
+    view: CacheView,
+    version: int,
+    entries: Iterable[Entry],
+    events: list[ChangeEvent] | None,
+) -> CacheView:
+    objects: dict[str, Entry] | None = None
+    db_changes: dict[str, set[str]] = {}
+    db_removals: dict[str, set[str]] = {}
+    part_changes: dict[str, dict[str, Entry | None]] = {}
+    for entry in entries:
+        key = entry.key
+        if key.startswith(_PARTITION + ":"):
+            table, name = _split_partition_key(key)
+            old = view.partitions.get(table)
+            previous = old.get(name) if old is not None else None
+            part_changes.setdefault(table, {})[name] = None if entry.removed else entry
+        else:
+            if objects is None:
+                objects = dict(view.objects)
+            previous = objects.get(key)
+            db = database_of(key)
+            if entry.removed:
+                objects.pop(key, None)
+                db_removals.setdefault(db, set()).add(key)
+                db_changes.get(db, set()).discard(key)
+            else:
+                objects[key] = entry
+                db_changes.setdefault(db, set()).add(key)
+                db_removals.get(db, set()).discard(key)
+        if events is not None:
+            if entry.removed:
+                if previous is not None:
+                    events.append(ChangeEvent(ChangeKind.REMOVED, key, entry.version))
+            else:
+                kind = ChangeKind.ADDED if previous is None else ChangeKind.UPDATED
+                events.append(ChangeEvent(kind, key, entry.version))
+
+    by_database = view.by_database
+    if db_changes or db_removals:
+        by_database = dict(by_database)
+        for db in set(db_changes) | set(db_removals):
+            keys = (by_database.get(db, frozenset()) | db_changes.get(db, set())) - db_removals.get(
+                db, set()
+            )
+            if keys:
+                by_database[db] = frozenset(keys)
+            else:
+                by_database.pop(db, None)
+    partitions = view.partitions
+    if part_changes:
+        partitions = dict(partitions)
+        for table, updates in part_changes.items():
+            new = partitions.get(table, PartitionSet()).changed(updates)
+            if len(new):
+                partitions[table] = new
+            else:
+                partitions.pop(table, None)
+    return CacheView(
+        view.service_id,
+        version,
+        objects if objects is not None else view.objects,
+        by_database,
+        partitions,
+    )
+
+
+class CatalogCache:
+    """Holds the current :class:`CacheView`; the one writer replaces it.
+
+    Thread-safety: :meth:`install` and :meth:`apply` must be called from one
+    thread; :attr:`view` may be read from any thread at any time.
+    """
+
+    def __init__(self) -> None:
+        self.view = CacheView()
+
+    def install(self, service_id: str, version: int, entries: Iterable[Entry]) -> list[ChangeEvent]:
+        """Replace the whole cache with a snapshot; return what changed versus before."""
+        new = build_view(service_id, version, entries)
+        events = _diff(self.view, new)
+        self.view = new
+        return events
+
+    def apply(self, delta: Delta) -> list[ChangeEvent]:
+        """Apply ``delta``; return the per-key change events.
+
+        Raises:
+            VersionGapError: ``delta`` does not start at the current version.
+        """
+        view = self.view
+        if delta.from_version != view.version:
+            raise VersionGapError(
+                f"delta ({delta.from_version}, {delta.to_version}] does not follow "
+                f"cached version {view.version}"
+            )
+        events: list[ChangeEvent] = []
+        self.view = _with_changes(view, delta.to_version, delta.entries, events)
+        return events
+
+
+def _diff(old: CacheView, new: CacheView) -> list[ChangeEvent]:
+    events = []
+    old_entries = {e.key: e for e in old.entries()}
+    for entry in new.entries():
+        before = old_entries.pop(entry.key, None)
+        if before is None:
+            events.append(ChangeEvent(ChangeKind.ADDED, entry.key, entry.version))
+        elif before.payload != entry.payload:
+            events.append(ChangeEvent(ChangeKind.UPDATED, entry.key, entry.version))
+    events.extend(ChangeEvent(ChangeKind.REMOVED, key, new.version) for key in old_entries)
+    return events
+
+
+__all__ = [
+    "BUCKETS",
+    "CacheView",
+    "CatalogCache",
+    "ChangeEvent",
+    "ChangeKind",
+    "PartitionSet",
+    "build_view",
+]
