@@ -1,0 +1,332 @@
+"""The subscriber's synchronisation protocol as a pure state machine.
+
+The transport (:mod:`subscriber.client`) owns the sockets; it feeds decoded
+messages and clock ticks into :class:`SyncMachine` and carries out the
+:class:`Action` values it returns. Nothing here does I/O or reads a clock:
+time arrives as ``now`` arguments, so every path is testable in microseconds.
+
+Protocol (the ZeroMQ guide's Clone pattern, hardened):
+
+1. ``JOINING``: the SUB socket is subscribed; wait until *anything* arrives on
+   it, which proves the subscription is live (closes the slow-joiner race).
+2. ``SNAPSHOTTING``: ask for a snapshot and buffer every delta meanwhile. On
+   the snapshot at version V, apply buffered deltas newer than V, drop older.
+3. ``SYNCED``: apply each committed delta only when it follows the cached
+   version (:meth:`Delta.rebased`); a gap, a commit whose per-database parts did
+   not all arrive, or a heartbeat announcing a version we lack asks for a
+   catch-up from the cached version (``CATCHING_UP``, buffering again); the
+   server answers with a delta or, when its log no longer reaches back, with a
+   snapshot. A new ``service_id`` means catalogd restarted: snapshot again.
+4. No message for ``stale_after`` seconds marks the cache stale (reads still
+   work) and asks the transport to reconnect, which restarts at ``JOINING``.
+
+Invariants: the cache only ever moves by whole deltas that follow its version
+or by complete snapshots; every lost message is detected by a version gap, a
+count mismatch, or a heartbeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from subscriber.cache import CatalogCache, ChangeEvent
+from subscriber.delta import Delta, Entry
+from subscriber.keys import GLOBAL
+
+
+class Phase(Enum):
+    JOINING = "joining"
+    SNAPSHOTTING = "snapshotting"
+    SYNCED = "synced"
+    CATCHING_UP = "catching-up"
+
+
+# -- inputs ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaPart:
+    """The entries of one database (``""`` = global objects) in one published delta."""
+
+    service_id: str
+    from_version: int
+    to_version: int
+    database: str
+    entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Closes a published delta: how many entries each database's part carried."""
+
+    service_id: str
+    from_version: int
+    to_version: int
+    counts: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    service_id: str
+    version: int
+    interval_s: float
+
+
+# -- outputs ---------------------------------------------------------------------
+
+
+class ActionKind(Enum):
+    REQUEST_SNAPSHOT = "request-snapshot"
+    REQUEST_CATCH_UP = "request-catch-up"
+    RECONNECT = "reconnect"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    kind: ActionKind
+    from_version: int = 0
+
+
+@dataclass(slots=True)
+class Step:
+    """What one input produced: actions for the transport, events for listeners."""
+
+    actions: list[Action] = field(default_factory=list)
+    events: list[ChangeEvent] = field(default_factory=list)
+    dropped: int = 0
+    """Messages ignored as stale, duplicate or foreign (counted by the transport)."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    parts: dict[str, DeltaPart] = field(default_factory=dict)
+
+
+class SyncMachine:
+    """Drives one :class:`CatalogCache` from protocol messages.
+
+    Args:
+        databases: follow only these databases (plus global objects); None = all.
+        stale_after_heartbeats: heartbeat intervals of silence before stale.
+        request_timeout_s: re-send a snapshot/catch-up request after this long.
+    """
+
+    def __init__(
+        self,
+        *,
+        databases: Iterable[str] | None = None,
+        stale_after_heartbeats: float = 3.0,
+        request_timeout_s: float = 10.0,
+    ) -> None:
+        self.cache = CatalogCache()
+        self.databases = None if databases is None else frozenset(d.lower() for d in databases)
+        self.phase = Phase.JOINING
+        self.stale = False
+        self.gaps = 0
+        self._stale_after = stale_after_heartbeats
+        self._request_timeout = request_timeout_s
+        self._interval = 1.0
+        self._service_id: str | None = None  # the service we follow
+        self._announced = 0  # newest version the service told us about
+        self._last_heard: float | None = None
+        self._current_since: float | None = None  # when the cache last matched _announced
+        self._requested_at: float | None = None
+        self._pending: dict[tuple[str, int, int], _Pending] = {}
+        self._buffer: list[tuple[str, Delta]] = []  # (service id, delta) while not synced
+
+    # -- read side ------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        return self.phase is Phase.SYNCED and not self.stale
+
+    def lag_seconds(self, now: float) -> float:
+        """0 while the cache holds every announced version, else seconds since it did."""
+        if self._current_since is None:
+            return float("inf")
+        if self.cache.view.version >= self._announced and not self.stale:
+            return 0.0
+        return max(0.0, now - self._current_since)
+
+    def wants(self, database: str) -> bool:
+        return database == GLOBAL or self.databases is None or database in self.databases
+
+    # -- inputs ---------------------------------------------------------------------
+
+    def on_connected(self, now: float) -> Step:
+        """The transport (re)created its sockets and subscribed."""
+        self.phase = Phase.JOINING
+        self._pending.clear()
+        self._buffer.clear()
+        self._requested_at = None
+        self._last_heard = now
+        return Step()
+
+    def on_part(self, part: DeltaPart, now: float) -> Step:
+        step = self._heard(part.service_id, now)
+        if step.actions or self._foreign(part.service_id):
+            step.dropped += 1
+            return step
+        if not self.wants(part.database):
+            step.dropped += 1  # the publisher should not have sent it
+            return step
+        key = (part.service_id, part.from_version, part.to_version)
+        pending = self._pending.setdefault(key, _Pending())
+        pending.parts[part.database] = part
+        return step
+
+    def on_commit(self, commit: Commit, now: float) -> Step:
+        step = self._heard(commit.service_id, now)
+        if step.actions or self._foreign(commit.service_id):
+            step.dropped += 1
+            return step
+        self._announced = max(self._announced, commit.to_version)
+        pending = self._pending.pop(
+            (commit.service_id, commit.from_version, commit.to_version), _Pending()
+        )
+        # Parts of older deltas whose commit was lost can never complete.
+        for key in [k for k in self._pending if k[2] <= commit.from_version]:
+            del self._pending[key]
+        expected = {db: n for db, n in commit.counts.items() if n and self.wants(db)}
+        got = {db: len(p.entries) for db, p in pending.parts.items()}
+        if got != expected:
+            # A part was lost (HWM, reconnect): only a catch-up can fill it.
+            self.gaps += 1
+            if self.phase is Phase.SYNCED:
+                return self._catch_up(step, now)
+            return step
+        entries = sorted((e for p in pending.parts.values() for e in p.entries), key=_version)
+        delta = Delta(commit.from_version, commit.to_version, tuple(entries))
+        if self.phase is not Phase.SYNCED:
+            self._buffer.append((commit.service_id, delta))
+            return step
+        return self._apply_or_catch_up(delta, step, now)
+
+    def on_heartbeat(self, beat: Heartbeat, now: float) -> Step:
+        step = self._heard(beat.service_id, now)
+        self._interval = beat.interval_s
+        if step.actions or self._foreign(beat.service_id):
+            return step
+        self._announced = max(self._announced, beat.version)
+        if self.phase is Phase.SYNCED and beat.version > self.cache.view.version:
+            # Publications are ordered: a heartbeat ahead of us means we lost a delta.
+            self.gaps += 1
+            return self._catch_up(step, now)
+        if self.cache.view.version >= self._announced:
+            self._current_since = now
+        return step
+
+    def on_snapshot(
+        self, service_id: str, version: int, entries: Iterable[Entry], now: float
+    ) -> Step:
+        """A complete snapshot (the transport checked its terminator and count)."""
+        step = Step()
+        same_service = service_id == self.cache.view.service_id
+        self._announced = max(version, self._announced) if same_service else version
+        self._service_id = service_id
+        step.events = self.cache.install(service_id, version, entries)
+        self.phase = Phase.SYNCED
+        self.stale = False
+        self._requested_at = None
+        return self._drain(step, now)
+
+    def on_catch_up(self, delta: Delta, now: float) -> Step:
+        """The server's answer to a catch-up request (already filtered to our databases)."""
+        step = Step()
+        self._requested_at = None
+        rebased = delta.rebased(self.cache.view.version)
+        if rebased is None:
+            # Cannot happen with an honest server; recover the safe way.
+            return self._snapshot(step, now)
+        step.events = self.cache.apply(rebased)
+        self.phase = Phase.SYNCED
+        self.stale = False
+        return self._drain(step, now)
+
+    def on_catch_up_unavailable(self, now: float) -> Step:
+        """The server's delta log no longer reaches back to our version."""
+        return self._snapshot(Step(), now)
+
+    def on_tick(self, now: float) -> Step:
+        step = Step()
+        silent_for = now - self._last_heard if self._last_heard is not None else 0.0
+        if silent_for > self._stale_after * self._interval:
+            self.stale = True
+            self._last_heard = now  # one reconnect per silence period
+            step.actions.append(Action(ActionKind.RECONNECT))
+            return step
+        if self._requested_at is not None and now - self._requested_at > self._request_timeout:
+            if self.phase is Phase.CATCHING_UP:
+                return self._catch_up(step, now)
+            return self._snapshot(step, now)
+        return step
+
+    # -- internals ------------------------------------------------------------------
+
+    def _heard(self, service_id: str, now: float) -> Step:
+        step = Step()
+        self._last_heard = now
+        if self.phase is Phase.JOINING:
+            # The first message proves the subscription is live. After a
+            # reconnect to the same service a catch-up is enough.
+            if service_id == self._service_id == self.cache.view.service_id:
+                return self._catch_up(step, now)
+            return self._snapshot(step, now)
+        if self._service_id is not None and service_id != self._service_id:
+            return self._snapshot(step, now)  # catalogd restarted
+        return step
+
+    def _foreign(self, service_id: str) -> bool:
+        return self._service_id is not None and service_id != self._service_id
+
+    def _snapshot(self, step: Step, now: float) -> Step:
+        self.phase = Phase.SNAPSHOTTING
+        self._pending.clear()
+        self._buffer.clear()
+        self._requested_at = now
+        self._service_id = None  # accept whichever service answers
+        step.actions.append(Action(ActionKind.REQUEST_SNAPSHOT))
+        return step
+
+    def _catch_up(self, step: Step, now: float) -> Step:
+        self.phase = Phase.CATCHING_UP
+        self._requested_at = now
+        step.actions.append(Action(ActionKind.REQUEST_CATCH_UP, self.cache.view.version))
+        return step
+
+    def _apply_or_catch_up(self, delta: Delta, step: Step, now: float) -> Step:
+        rebased = delta.rebased(self.cache.view.version)
+        if rebased is None:
+            self.gaps += 1
+            self._buffer.append((self.cache.view.service_id, delta))
+            return self._catch_up(step, now)
+        if rebased.empty:
+            step.dropped += 1  # duplicate or already covered
+        else:
+            step.events.extend(self.cache.apply(rebased))
+        if self.cache.view.version >= self._announced:
+            self._current_since = now
+        return step
+
+    def _drain(self, step: Step, now: float) -> Step:
+        service_id = self.cache.view.service_id
+        # Deltas of another service (in flight across a restart) mean nothing here.
+        buffered = sorted(
+            (d for sid, d in self._buffer if sid == service_id), key=lambda d: d.from_version
+        )
+        self._buffer = []
+        for index, delta in enumerate(buffered):
+            self._apply_or_catch_up(delta, step, now)
+            if self.phase is not Phase.SYNCED:
+                # A gap: keep the rest for after the catch-up.
+                self._buffer.extend((service_id, d) for d in buffered[index + 1 :])
+                break
+        if self.phase is Phase.SYNCED and self.cache.view.version >= self._announced:
+            self._current_since = now
+        return step
+
+
+def _version(entry: Entry) -> int:
+    return entry.version

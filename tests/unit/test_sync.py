@@ -1,0 +1,226 @@
+"""The subscriber's sync state machine against a simulated catalogd and a lossy PUB/SUB."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from catalogd.catalog import Catalog, DeltaUnavailableError
+from subscriber.delta import Delta
+from subscriber.keys import GLOBAL, database_of
+from subscriber.sync import (
+    ActionKind,
+    Commit,
+    DeltaPart,
+    Heartbeat,
+    Phase,
+    Step,
+    SyncMachine,
+)
+
+KEYS = [
+    "DATABASE:a",
+    "TABLE:a.t",
+    "HDFS_PARTITION:a.t:dt=1",
+    "HDFS_PARTITION:a.t:dt=2",
+    "DATABASE:b",
+    "TABLE:b.u",
+    "PRINCIPAL:r.ROLE",
+    "HDFS_CACHE_POOL:p",
+]
+
+
+def publish(service: str, delta: Delta) -> list[object]:
+    """What catalogd's publisher sends for one delta: a part per database, then a commit."""
+    by_db: dict[str, list] = {}
+    for e in delta.entries:
+        by_db.setdefault(database_of(e.key), []).append(e)
+    msgs: list[object] = [
+        DeltaPart(service, delta.from_version, delta.to_version, db, tuple(es))
+        for db, es in by_db.items()
+    ]
+    counts = {db: len(es) for db, es in by_db.items()}
+    msgs.append(Commit(service, delta.from_version, delta.to_version, counts))
+    return msgs
+
+
+@dataclass
+class World:
+    """A simulated catalogd; requests are answered after a delay of N messages."""
+
+    machine: SyncMachine
+    catalog: Catalog = field(default_factory=Catalog)
+    service: str = "s0"
+    now: float = 0.0
+    requests: list[tuple[int, ActionKind, int]] = field(default_factory=list)
+    dropped: int = 0
+
+    def wanted(self, key: str) -> bool:
+        return self.machine.wants(database_of(key))
+
+    def handle(self, step: Step, delay: int) -> None:
+        self.dropped += step.dropped
+        for action in step.actions:
+            if action.kind is ActionKind.RECONNECT:
+                self.machine.on_connected(self.now)
+                self.requests.clear()
+            else:
+                self.requests.append((delay, action.kind, action.from_version))
+
+    def answer_due(self, force: bool = False) -> None:
+        due = [r for r in self.requests if force or r[0] <= 0]
+        self.requests = [(d - 1, k, v) for d, k, v in self.requests if not (force or d <= 0)]
+        for _, kind, version in due:
+            if kind is ActionKind.REQUEST_SNAPSHOT:
+                snap = self.catalog.snapshot()
+                entries = [e for e in snap.entries if self.wanted(e.key)]
+                step = self.machine.on_snapshot(self.service, snap.version, entries, self.now)
+            else:
+                try:
+                    delta = self.catalog.delta_since(version).filtered(
+                        {database_of(e.key) for e in self.catalog.live_entries()} | {GLOBAL}
+                        if self.machine.databases is None
+                        else self.machine.databases | {GLOBAL}
+                    )
+                    step = self.machine.on_catch_up(delta, self.now)
+                except DeltaUnavailableError:
+                    step = self.machine.on_catch_up_unavailable(self.now)
+            self.handle(step, 0)
+
+    def deliver(self, msg: object, delay: int) -> None:
+        self.now += 0.01
+        if isinstance(msg, DeltaPart):
+            step = self.machine.on_part(msg, self.now)
+        elif isinstance(msg, Commit):
+            step = self.machine.on_commit(msg, self.now)
+        else:
+            assert isinstance(msg, Heartbeat)
+            step = self.machine.on_heartbeat(msg, self.now)
+        self.handle(step, delay)
+        self.answer_due()
+
+    def expected(self) -> dict[str, bytes | None]:
+        return {e.key: e.payload for e in self.catalog.live_entries() if self.wanted(e.key)}
+
+
+world_event = st.one_of(
+    st.tuples(
+        st.just("change"),
+        st.dictionaries(st.sampled_from(KEYS), st.sampled_from([None, b"x", b"y"]), min_size=1),
+    ),
+    st.tuples(st.just("restart"), st.integers(0, 50)),
+    st.tuples(st.just("heartbeat"), st.none()),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    events=st.lists(world_event, max_size=25),
+    losses=st.lists(st.booleans(), max_size=80),
+    delays=st.lists(st.integers(0, 3), max_size=40),
+    databases=st.one_of(st.none(), st.just(["a"]), st.just(["b", "zzz"])),
+    tombstones=st.integers(0, 3),
+)
+def test_converges_despite_loss_delay_restart_and_filters(
+    events: list, losses: list[bool], delays: list[int], databases, tombstones: int
+) -> None:
+    world = World(SyncMachine(databases=databases), Catalog(max_tombstones=tombstones))
+    world.handle(world.machine.on_connected(0.0), 0)
+    sent = 0
+    generation = 0
+    for kind, arg in events:
+        if kind == "change":
+            delta = world.catalog.commit(arg)
+            msgs = [] if delta.empty else publish(world.service, delta)
+        elif kind == "restart":
+            # catalogd restarts: new service id, versions from a new start, same content.
+            generation += 1
+            old = world.catalog
+            world.catalog = Catalog(version=arg, max_tombstones=tombstones)
+            world.catalog.commit({e.key: e.payload for e in old.live_entries()})
+            world.service = f"s{generation}"
+            msgs = []
+        else:
+            msgs = [Heartbeat(world.service, world.catalog.version, 1.0)]
+        for msg in msgs:
+            lost = losses[sent] if sent < len(losses) else False
+            delay = delays[sent % len(delays)] if delays else 0
+            sent += 1
+            if not lost:
+                world.deliver(msg, delay)
+    # Settle: answer what is outstanding, then heartbeats until nothing is pending.
+    for _ in range(4):
+        world.answer_due(force=True)
+        world.deliver(Heartbeat(world.service, world.catalog.version, 1.0), 0)
+    world.answer_due(force=True)
+    event(f"gaps>0: {world.machine.gaps > 0}, dropped>0: {world.dropped > 0}")
+    assert world.machine.phase is Phase.SYNCED
+    view = world.machine.cache.view
+    assert view.service_id == world.service
+    assert view.version == world.catalog.version
+    assert {e.key: e.payload for e in view.entries()} == world.expected()
+    assert world.machine.lag_seconds(world.now) == 0.0
+
+
+def test_first_message_triggers_snapshot_and_buffers_newer_deltas() -> None:
+    m = SyncMachine()
+    m.on_connected(0)
+    step = m.on_heartbeat(Heartbeat("s", 5, 1.0), 0.1)
+    assert [a.kind for a in step.actions] == [ActionKind.REQUEST_SNAPSHOT]
+    cat = Catalog(version=5)
+    delta = cat.commit({"TABLE:a.t": b"1"})
+    for msg in publish("s", delta):
+        assert not (
+            m.on_part(msg, 0.2) if isinstance(msg, DeltaPart) else m.on_commit(msg, 0.2)
+        ).actions
+    # The snapshot was taken before the delta: buffered delta is applied after it.
+    step = m.on_snapshot("s", 5, [], 0.3)
+    assert [e.key for e in step.events] == ["TABLE:a.t"]
+    assert m.cache.view.version == 6 and m.synced
+
+
+def test_missing_part_is_detected_by_the_commit_counts() -> None:
+    m = SyncMachine(databases=["a"])
+    m.on_connected(0)
+    m.on_heartbeat(Heartbeat("s", 0, 1.0), 0)
+    m.on_snapshot("s", 0, [], 0)
+    cat = Catalog()
+    msgs = publish("s", cat.commit({"TABLE:a.t": b"1", "TABLE:b.u": b"1"}))
+    parts = [x for x in msgs if isinstance(x, DeltaPart)]
+    assert {p.database for p in parts} == {"a", "b"}
+    # The filtered subscriber never sees b's part; drop a's part as a full HWM would.
+    step = m.on_commit(msgs[-1], 1)
+    assert [(a.kind, a.from_version) for a in step.actions] == [(ActionKind.REQUEST_CATCH_UP, 0)]
+    assert m.gaps == 1
+
+
+def test_silence_marks_stale_and_reconnects_then_catches_up() -> None:
+    m = SyncMachine()
+    m.on_connected(0)
+    m.on_heartbeat(Heartbeat("s", 0, 1.0), 0)
+    m.on_snapshot("s", 0, [], 0)
+    assert m.on_tick(2.5).actions == []
+    step = m.on_tick(3.5)
+    assert [a.kind for a in step.actions] == [ActionKind.RECONNECT] and m.stale
+    m.on_connected(3.6)
+    step = m.on_heartbeat(Heartbeat("s", 0, 1.0), 3.7)
+    assert [a.kind for a in step.actions] == [ActionKind.REQUEST_CATCH_UP]
+    m.on_catch_up(Delta(0, 0, ()), 3.8)
+    assert m.synced and not m.stale
+
+
+def test_duplicate_delta_is_dropped_and_counted() -> None:
+    m = SyncMachine()
+    m.on_connected(0)
+    m.on_heartbeat(Heartbeat("s", 0, 1.0), 0)
+    m.on_snapshot("s", 0, [], 0)
+    msgs = publish("s", Catalog().commit({"TABLE:a.t": b"1"}))
+    dropped = 0
+    for _ in range(2):
+        m.on_part(msgs[0], 1)  # type: ignore[arg-type]
+        step = m.on_commit(msgs[1], 1)  # type: ignore[arg-type]
+        assert not step.actions
+        dropped += step.dropped
+    assert dropped == 1 and m.cache.view.version == 1
