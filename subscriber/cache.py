@@ -21,16 +21,35 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from types import MappingProxyType
 
 from subscriber.delta import Delta, Entry, VersionGapError
-from subscriber.keys import database_of
+from subscriber.keys import database_of, parse_partition_name
 
 BUCKETS = 64
 _PARTITION = "HDFS_PARTITION"
-_EMPTY_BUCKETS: tuple[Mapping[str, Entry], ...] = tuple(
-    MappingProxyType({}) for _ in range(BUCKETS)
-)
+
+
+class PartitionBucket(dict[str, Entry]):
+    """One hash bucket of a table's partitions (name -> entry), never mutated once
+    published in a view. Remembers, on first use, an index of its names by
+    ``(column, value)`` so partial-spec lookups touch only matching names."""
+
+    __slots__ = ("_index",)
+
+    def index(self) -> dict[tuple[str, str], list[str]]:
+        try:
+            return self._index
+        except AttributeError:
+            pass
+        index: dict[tuple[str, str], list[str]] = {}
+        for name in self:
+            for pair in parse_partition_name(name):
+                index.setdefault(pair, []).append(name)
+        self._index = index  # benign race: readers build equal indexes
+        return index
+
+
+_EMPTY_BUCKETS: tuple[PartitionBucket, ...] = tuple(PartitionBucket() for _ in range(BUCKETS))
 
 
 def _split_partition_key(key: str) -> tuple[str, str]:
@@ -44,7 +63,7 @@ def _split_partition_key(key: str) -> tuple[str, str]:
 class PartitionSet:
     """The partitions of one table: partition name -> entry, in hash buckets."""
 
-    buckets: tuple[Mapping[str, Entry], ...] = _EMPTY_BUCKETS
+    buckets: tuple[PartitionBucket, ...] = _EMPTY_BUCKETS
     size: int = 0
 
     def get(self, name: str) -> Entry | None:
@@ -57,6 +76,23 @@ class PartitionSet:
     def __len__(self) -> int:
         return self.size
 
+    def matching(self, spec: Mapping[str, str]) -> list[tuple[str, Entry]]:
+        """Partitions whose ``column=value`` pairs include every pair of ``spec``
+        (column names lower-case, values unescaped), like HMS get_partitions_ps."""
+        pairs = list(spec.items())
+        found = []
+        for bucket in self.buckets:
+            if not bucket:
+                continue
+            index = bucket.index()
+            names = set(index.get(pairs[0], ()))
+            for pair in pairs[1:]:
+                if not names:
+                    break
+                names.intersection_update(index.get(pair, ()))
+            found.extend((name, bucket[name]) for name in names)
+        return found
+
     def changed(self, updates: Mapping[str, Entry | None]) -> PartitionSet:
         """A new set with ``updates`` (name -> entry, None removes) applied."""
         by_bucket: dict[int, list[tuple[str, Entry | None]]] = {}
@@ -65,7 +101,7 @@ class PartitionSet:
         buckets = list(self.buckets)
         size = self.size
         for index, changes in by_bucket.items():
-            bucket = dict(buckets[index])
+            bucket = PartitionBucket(buckets[index])
             for name, entry in changes:
                 had = name in bucket
                 if entry is None:

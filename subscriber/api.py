@@ -1,0 +1,333 @@
+"""``CatalogSubscriber``: a loss-free local copy of catalogd's catalog, for Spark drivers.
+
+::
+
+    with CatalogSubscriber("tcp://catalogd-host:26500") as sub:
+        sub.wait_synced(timeout=30)
+        table = sub.get_table("sales.orders")           # a TTable, no HMS call
+        parts = sub.list_partitions("sales.orders", {"dt": "2024-01-01"})
+
+Reads never block and take no lock: each reads one immutable view of the
+cache that the background thread swaps in whole. Objects returned are shared
+decoded Thrift structs: treat them as read-only (copy before changing one).
+Listeners run on the background thread; one that raises is logged and kept.
+A subscriber belongs to the process that started it: using it in a forked child
+raises :class:`~subscriber.errors.ForkedProcessError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from subscriber import codec
+from subscriber.cache import CacheView, ChangeEvent
+from subscriber.client import SubscriberTransport, TransportConfig, TransportStats
+from subscriber.delta import Entry
+from subscriber.errors import (
+    CatalogTimeoutError,
+    ForkedProcessError,
+    InvalidRequestError,
+    NotFoundError,
+)
+from subscriber.keys import (
+    GLOBAL,
+    TableName,
+    database_key,
+    object_type_of,
+    parse_partition_name,
+    table_key,
+)
+from subscriber.sync import Step, SyncMachine
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[ChangeEvent], None]
+PartitionSpec = Mapping[str, str] | str | None
+
+_MEMO_LIMIT = 200_000
+
+
+class CatalogSubscriber:
+    """Subscribes to catalogd and keeps a local, versioned copy of its catalog.
+
+    Args:
+        endpoint: catalogd's address, e.g. ``tcp://host:26500`` (the only one
+            needed: the publisher's address is learned in the handshake).
+        databases: follow only these databases (plus global objects such as
+            privileges and cache pools); None follows everything.
+        client_id: how catalogd names this subscriber (default: host-pid-random).
+        rcvhwm: the SUB socket's receive high-water mark (messages).
+        stale_after_heartbeats: heartbeat intervals of silence before
+            :attr:`is_stale` turns true and the subscriber reconnects.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        databases: Iterable[str] | None = None,
+        client_id: str | None = None,
+        rcvhwm: int = 100_000,
+        stale_after_heartbeats: float = 3.0,
+        request_timeout_s: float = 30.0,
+    ) -> None:
+        dbs = None if databases is None else tuple(sorted({d.lower() for d in databases}))
+        self.client_id = client_id or f"{os.uname().nodename}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self._pid = os.getpid()
+        self._machine = SyncMachine(
+            databases=dbs,
+            stale_after_heartbeats=stale_after_heartbeats,
+            request_timeout_s=request_timeout_s,
+        )
+        self._transport = SubscriberTransport(
+            TransportConfig(
+                endpoint=endpoint,
+                databases=dbs,
+                client_id=self.client_id,
+                rcvhwm=rcvhwm,
+                stale_after_heartbeats=stale_after_heartbeats,
+                request_timeout_s=request_timeout_s,
+            ),
+            self._machine,
+            self._after_step,
+        )
+        self._listeners: tuple[Listener, ...] = ()
+        self._changed = threading.Condition()
+        self._memo: dict[tuple[str, int], Any] = {}
+        self._started = False
+        self._closed = False
+        self._reported = -1
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> CatalogSubscriber:
+        """Start the background thread (idempotent); returns self."""
+        self._check_process()
+        if not self._started:
+            self._started = True
+            self._transport.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the thread and close the sockets (idempotent)."""
+        if self._closed or os.getpid() != self._pid:
+            return
+        self._closed = True
+        self._transport.close()
+        with self._changed:
+            self._changed.notify_all()
+
+    def __enter__(self) -> CatalogSubscriber:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- status ---------------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """The catalog version the cache holds (0 before the first sync)."""
+        return self._view().version
+
+    @property
+    def service_id(self) -> str:
+        """The id of the catalogd process the cache came from ("" before sync)."""
+        return self._view().service_id
+
+    @property
+    def is_synced(self) -> bool:
+        return self._machine.synced
+
+    @property
+    def is_stale(self) -> bool:
+        """True after heartbeats stopped; reads still answer from the cache."""
+        return self._machine.stale
+
+    @property
+    def lag_seconds(self) -> float:
+        """0 while the cache holds every version catalogd announced; inf before sync."""
+        return self._machine.lag_seconds(time.monotonic())
+
+    @property
+    def stats(self) -> TransportStats:
+        """Counters: garbage and dropped messages, snapshots, catch-ups, reconnects."""
+        return self._transport.stats
+
+    @property
+    def gaps(self) -> int:
+        """How many lost or out-of-order deltas were detected (and repaired)."""
+        return self._machine.gaps
+
+    def wait_synced(self, timeout: float) -> None:
+        """Block until the first snapshot is applied.
+
+        Raises:
+            CatalogTimeoutError: not synced within ``timeout`` seconds.
+        """
+        self._wait(lambda: self._machine.synced, timeout, "the first sync")
+
+    def wait_for_version(self, version: int, timeout: float) -> None:
+        """Block until the cache holds ``version`` (read-your-writes after an admin command).
+
+        Raises:
+            CatalogTimeoutError: the version did not arrive within ``timeout`` seconds.
+        """
+        self._wait(lambda: self._view().version >= version, timeout, f"version {version}")
+
+    def _wait(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        self._check_process()
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not condition():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closed:
+                    raise CatalogTimeoutError(
+                        f"timed out after {timeout:g}s waiting for {what} "
+                        f"(cached version {self.version})"
+                    )
+                self._changed.wait(remaining)
+
+    # -- listeners -------------------------------------------------------------------------
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener(event)`` on the background thread for each change."""
+        self._listeners = (*self._listeners, listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        self._listeners = tuple(x for x in self._listeners if x is not listener)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def list_databases(self) -> list[str]:
+        view = self._view()
+        return sorted(db for db in view.by_database if db != GLOBAL)
+
+    def get_database(self, name: str) -> Any:
+        """The ``TDatabase`` named ``name``.
+
+        Raises:
+            NotFoundError: no such database in the cache.
+        """
+        entry = self._view().get(database_key(name))
+        if entry is None:
+            raise NotFoundError(f"database {name.lower()!r} not found")
+        return self._decode(entry).db
+
+    def list_tables(self, db: str) -> list[str]:
+        """Names of the tables and views in ``db``.
+
+        Raises:
+            NotFoundError: no such database in the cache.
+        """
+        view = self._view()
+        db = db.lower()
+        if database_key(db) not in view.objects:
+            raise NotFoundError(f"database {db!r} not found")
+        names = []
+        for key in view.keys_of(db):
+            kind = object_type_of(key)
+            if kind in ("TABLE", "VIEW"):
+                names.append(key.partition(".")[2])
+        return sorted(names)
+
+    def get_table(self, name: str) -> Any:
+        """The ``TTable`` for ``"db.table"`` (a view too). Partitions are separate:
+        see :meth:`list_partitions`.
+
+        Raises:
+            InvalidRequestError: ``name`` is not of the form DB.TABLE.
+            NotFoundError: no such table or view in the cache.
+        """
+        return self._decode(self._table_entry(TableName.parse(name))).table
+
+    def _table_entry(self, name: TableName) -> Entry:
+        view = self._view()
+        entry = view.get(table_key(name.db, name.table)) or view.get(
+            table_key(name.db, name.table, view=True)
+        )
+        if entry is None:
+            raise NotFoundError(f"table {name} not found")
+        return entry
+
+    def list_partitions(self, table: str, spec: PartitionSpec = None) -> list[Any]:
+        """The ``THdfsPartition`` objects of ``table`` matching a partial spec.
+
+        ``spec`` is like HMS ``get_partitions_ps``: a mapping or a ``k=v/k2=v2``
+        string naming any subset of the partition columns; None matches all.
+        Results are sorted by partition name.
+
+        Raises:
+            NotFoundError: no such table.
+            InvalidRequestError: a malformed spec, or a column that is not a
+                partition column of the table.
+        """
+        name = TableName.parse(table)
+        view = self._view()
+        header = self._decode(self._table_entry(name)).table
+        columns = [c.columnName.lower() for c in (header.clustering_columns or [])]
+        wanted = _spec_pairs(spec)
+        unknown = [c for c, _ in wanted if c not in columns]
+        if unknown:
+            raise InvalidRequestError(
+                f"{', '.join(unknown)} not a partition column of {name}; "
+                f"partition columns: {', '.join(columns) or '(none)'}"
+            )
+        parts = view.partitions_of(str(name))
+        found = parts.matching(dict(wanted)) if wanted else list(parts.items())
+        found.sort(key=lambda item: item[0])
+        return [self._decode(entry).hdfs_partition for _, entry in found]
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _view(self) -> CacheView:
+        self._check_process()
+        return self._machine.cache.view
+
+    def _decode(self, entry: Entry) -> Any:
+        memo_key = (entry.key, entry.version)
+        obj = self._memo.get(memo_key)
+        if obj is None:
+            assert entry.payload is not None
+            obj = codec.decode_object(entry.payload)
+            obj.catalog_version = entry.version
+            if len(self._memo) >= _MEMO_LIMIT:
+                self._memo = {}
+            self._memo[memo_key] = obj
+        return obj
+
+    def _check_process(self) -> None:
+        if os.getpid() != self._pid:
+            raise ForkedProcessError(
+                "this CatalogSubscriber was started in process "
+                f"{self._pid}; create a new one in process {os.getpid()}"
+            )
+
+    def _after_step(self, step: Step) -> None:
+        """Runs on the transport thread after every protocol step."""
+        for event in step.events:
+            for listener in self._listeners:
+                try:
+                    listener(event)
+                except Exception:  # noqa: BLE001 - a listener never kills the thread
+                    log.exception("catalog listener %r failed on %s", listener, event)
+        version = self._machine.cache.view.version
+        if version != self._reported and self._machine.synced:
+            self._reported = version
+            self._transport.report(self._machine.cache.view.service_id, version)
+        with self._changed:
+            self._changed.notify_all()
+
+
+def _spec_pairs(spec: PartitionSpec) -> list[tuple[str, str]]:
+    if spec is None:
+        return []
+    if isinstance(spec, str):
+        return list(parse_partition_name(spec))
+    return [(str(k).lower(), str(v)) for k, v in spec.items()]

@@ -1,0 +1,346 @@
+"""The subscriber's transport: one background thread, two sockets, one cache.
+
+:class:`SubscriberTransport` owns a DEALER (hello, snapshot, catch-up, reports)
+and a SUB (deltas, heartbeats), both created, used and closed inside its thread
+(``catalogd-subscriber``). It feeds everything into the pure
+:class:`~subscriber.sync.SyncMachine` and carries out the actions it returns.
+User threads talk to it only through thread-safe queues and read the cache's
+immutable view; see :mod:`subscriber.api` for the public class.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq
+
+import idl
+from subscriber import codec, wire
+from subscriber.errors import ProtocolError
+from subscriber.sync import ActionKind, Commit, DeltaPart, Heartbeat, Phase, Step, SyncMachine
+
+log = logging.getLogger(__name__)
+svc = idl.catalog_service
+
+
+@dataclass
+class TransportStats:
+    """Counters kept by the transport thread; read from anywhere."""
+
+    garbage: int = 0
+    dropped: int = 0
+    snapshots: int = 0
+    catch_ups: int = 0
+    reconnects: int = 0
+    deltas_applied: int = 0
+    service_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TransportConfig:
+    endpoint: str
+    databases: tuple[str, ...] | None = None
+    client_id: str = ""
+    rcvhwm: int = 100_000
+    hello_timeout_s: float = 2.0
+    request_timeout_s: float = 30.0
+    stale_after_heartbeats: float = 3.0
+    tick_s: float = 0.05
+    max_message_bytes: int = 1 << 30
+
+
+class SubscriberTransport:
+    """Runs the subscriber protocol in a background thread.
+
+    Args:
+        config: where to connect and limits.
+        machine: the sync state machine (its cache is what readers read).
+        on_step: called on the transport thread after every step that changed
+            the cache or its status; must not block.
+        context: ZeroMQ context (default: a private one, terminated on close).
+    """
+
+    def __init__(
+        self,
+        config: TransportConfig,
+        machine: SyncMachine,
+        on_step: Callable[[Step], None],
+        *,
+        context: zmq.Context | None = None,
+    ) -> None:
+        self.config = config
+        self.machine = machine
+        self.stats = TransportStats()
+        self._on_step = on_step
+        self._own_context = context is None
+        self._context = context or zmq.Context()
+        self._stop = threading.Event()
+        self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()  # TRequests from users
+        self._thread = threading.Thread(target=self._run, name="catalogd-subscriber", daemon=True)
+        self._rid = 0
+        self._snapshot_rid: int | None = None
+        self._snapshot_entries: list[Any] = []
+        self._snapshot_seq = 0
+        self._catch_up_rid: int | None = None
+        self._dealer: zmq.Socket | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        if self._own_context and not self._thread.is_alive():
+            self._context.term()
+
+    def send_request(self, request: Any) -> None:
+        """Queue a one-way TRequest (load, report) for the transport thread to send."""
+        self._requests.put(request)
+
+    def report(self, service_id: str, version: int) -> None:
+        """Tell catalogd which version this subscriber has applied (for --sync barriers)."""
+        self.send_request(
+            svc.TRequest(
+                report=svc.TSubscriberReport(
+                    client_id=self.config.client_id, service_id=service_id, applied_version=version
+                )
+            )
+        )
+
+    # -- thread -------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._session()
+            except Exception:  # noqa: BLE001 - the thread must survive anything
+                log.exception("subscriber transport failed; reconnecting")
+                self._stop.wait(0.5)
+
+    def _session(self) -> None:
+        """One connection: handshake, subscribe, serve until reconnect or stop."""
+        dealer = self._context.socket(zmq.DEALER)
+        sub: zmq.Socket | None = None
+        try:
+            dealer.setsockopt(zmq.LINGER, 0)
+            dealer.setsockopt(zmq.MAXMSGSIZE, self.config.max_message_bytes)
+            dealer.connect(self.config.endpoint)
+            welcome = self._handshake(dealer)
+            if welcome is None:
+                return
+            sub = self._context.socket(zmq.SUB)
+            sub.setsockopt(zmq.LINGER, 0)
+            sub.setsockopt(zmq.RCVHWM, self.config.rcvhwm)
+            sub.setsockopt(zmq.MAXMSGSIZE, self.config.max_message_bytes)
+            for prefix in wire.subscriptions(self.config.databases):
+                sub.setsockopt(zmq.SUBSCRIBE, prefix)
+            sub.connect(self._pub_endpoint(welcome.pub_endpoint))
+            self._dealer = dealer
+            self._handle(self.machine.on_connected(time.monotonic()))
+            self._serve(dealer, sub)
+        finally:
+            self._dealer = None
+            dealer.close(linger=0)
+            if sub is not None:
+                sub.close(linger=0)
+
+    def _hello(self) -> Any:
+        return svc.TRequest(
+            request_id=self._next_rid(),
+            hello=svc.THello(
+                client_id=self.config.client_id,
+                databases=list(self.config.databases) if self.config.databases else None,
+                protocol_version=svc.PROTOCOL_VERSION,
+            ),
+        )
+
+    def _handshake(self, dealer: zmq.Socket) -> Any | None:
+        dealer.send(codec.pack(self._hello()))
+        deadline = time.monotonic() + self.config.hello_timeout_s
+        while not self._stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.stats.reconnects += 1
+                self._handle(self.machine.on_tick(time.monotonic()))
+                return None  # nobody answered: a new socket, a new try
+            if dealer.poll(int(min(remaining, 0.2) * 1000)):
+                response = self._receive(dealer)
+                if response is not None and response.welcome is not None:
+                    return response.welcome
+        return None
+
+    def _pub_endpoint(self, advertised: str) -> str:
+        head, _, port = advertised.rpartition(":")
+        host = head.split("://", 1)[-1]
+        if host in ("0.0.0.0", "*", "[::]", "::"):
+            connect_host = self.config.endpoint.split("://", 1)[-1].rpartition(":")[0]
+            return f"tcp://{connect_host}:{port}"
+        return advertised
+
+    def _serve(self, dealer: zmq.Socket, sub: zmq.Socket) -> None:
+        poller = zmq.Poller()
+        poller.register(dealer, zmq.POLLIN)
+        poller.register(sub, zmq.POLLIN)
+        last_hello = 0.0
+        while not self._stop.is_set():
+            if self.machine.phase is Phase.JOINING and time.monotonic() - last_hello > 0.1:
+                # Each hello makes catalogd publish a heartbeat soon: the first
+                # one that reaches the SUB proves the subscription is live.
+                self._send(self._hello())
+                last_hello = time.monotonic()
+            ready = dict(poller.poll(int(self.config.tick_s * 1000)))
+            if sub in ready:
+                for _ in range(1000):  # bounded batch, then look at the rest
+                    try:
+                        frames = sub.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    if self._publication(frames):
+                        return
+            if dealer in ready:
+                for _ in range(1000):
+                    try:
+                        response = self._receive(dealer, zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    if response is not None and self._response(response):
+                        return
+            while not self._requests.empty():
+                dealer.send(codec.pack(self._requests.get_nowait()), zmq.NOBLOCK)
+            if self._handle(self.machine.on_tick(time.monotonic())):
+                return
+
+    def _publication(self, frames: list[bytes]) -> bool:
+        if len(frames) != 2:
+            self.stats.garbage += 1
+            return False
+        try:
+            message = wire.parse_publication(frames[0], frames[1])
+        except ProtocolError:
+            self.stats.garbage += 1
+            return False
+        now = time.monotonic()
+        if isinstance(message, DeltaPart):
+            return self._handle(self.machine.on_part(message, now))
+        if isinstance(message, Commit):
+            return self._handle(self.machine.on_commit(message, now))
+        assert isinstance(message, Heartbeat)
+        return self._handle(self.machine.on_heartbeat(message, now))
+
+    def _receive(self, dealer: zmq.Socket, flags: int = 0) -> Any | None:
+        frames = dealer.recv_multipart(flags)
+        if len(frames) != 1:
+            self.stats.garbage += 1
+            return None
+        try:
+            return codec.unpack(svc.TResponse, frames[0])
+        except ProtocolError:
+            self.stats.garbage += 1
+            return None
+
+    def _response(self, response: Any) -> bool:
+        """Handle one DEALER response; True asks for a reconnect."""
+        rid = response.request_id
+        now = time.monotonic()
+        if rid is not None and rid == self._snapshot_rid:
+            return self._snapshot_part(response, now)
+        if rid is not None and rid == self._catch_up_rid:
+            self._catch_up_rid = None
+            if response.status.code == svc.TStatusCode.OK and response.delta is not None:
+                try:
+                    delta = wire.delta_from_thrift(response.delta)
+                except ProtocolError:
+                    self.stats.garbage += 1
+                    return self._handle(self.machine.on_catch_up_unavailable(now))
+                if response.delta.service_id != self.machine.cache.view.service_id:
+                    return self._handle(self.machine.on_catch_up_unavailable(now))
+                self.stats.catch_ups += 1
+                return self._handle(self.machine.on_catch_up(delta, now))
+            return self._handle(self.machine.on_catch_up_unavailable(now))
+        return False  # a stale answer, or the reply to a one-way request
+
+    def _snapshot_part(self, response: Any, now: float) -> bool:
+        if response.chunk is not None:
+            chunk = response.chunk
+            if chunk.seq != self._snapshot_seq:
+                return self._restart_snapshot(now)
+            try:
+                self._snapshot_entries.extend(wire.entries_from_thrift(chunk.entries))
+            except ProtocolError:
+                return self._restart_snapshot(now)
+            self._snapshot_seq += 1
+            return False
+        end = response.snapshot_end
+        if end is None or response.status.code != svc.TStatusCode.OK:
+            return self._restart_snapshot(now)
+        if end.count != len(self._snapshot_entries) or end.chunks != self._snapshot_seq:
+            return self._restart_snapshot(now)  # truncated
+        entries, self._snapshot_entries = self._snapshot_entries, []
+        self._snapshot_rid = None
+        self.stats.snapshots += 1
+        if not self.stats.service_ids or self.stats.service_ids[-1] != end.service_id:
+            self.stats.service_ids.append(end.service_id)
+        return self._handle(self.machine.on_snapshot(end.service_id, end.version, entries, now))
+
+    def _restart_snapshot(self, now: float) -> bool:
+        self.stats.garbage += 1
+        self._request_snapshot()
+        return False
+
+    def _handle(self, step: Step) -> bool:
+        """Carry out a step's actions; True means reconnect."""
+        self.stats.dropped += step.dropped
+        reconnect = False
+        for action in step.actions:
+            if action.kind is ActionKind.REQUEST_SNAPSHOT:
+                self._request_snapshot()
+            elif action.kind is ActionKind.REQUEST_CATCH_UP:
+                self._catch_up_rid = self._next_rid()
+                self._send(
+                    svc.TRequest(
+                        request_id=self._catch_up_rid,
+                        catch_up=svc.TCatchUpRequest(
+                            from_version=action.from_version, databases=self._databases()
+                        ),
+                    )
+                )
+            elif action.kind is ActionKind.RECONNECT:
+                self.stats.reconnects += 1
+                reconnect = True
+        if step.events or step.actions:
+            self.stats.deltas_applied += bool(step.events)
+        self._on_step(step)
+        return reconnect
+
+    def _request_snapshot(self) -> None:
+        self._snapshot_rid = self._next_rid()
+        self._snapshot_entries = []
+        self._snapshot_seq = 0
+        self._send(
+            svc.TRequest(
+                request_id=self._snapshot_rid,
+                snapshot=svc.TSnapshotRequest(databases=self._databases()),
+            )
+        )
+
+    def _send(self, request: Any) -> None:
+        if self._dealer is None:
+            return  # not connected: the machine asks again after reconnecting
+        # A full pipe: the request times out in the machine and is sent again.
+        with contextlib.suppress(zmq.Again):
+            self._dealer.send(codec.pack(request), zmq.NOBLOCK)
+
+    def _databases(self) -> list[str] | None:
+        return list(self.config.databases) if self.config.databases is not None else None
+
+    def _next_rid(self) -> int:
+        self._rid += 1
+        return self._rid

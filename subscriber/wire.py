@@ -1,0 +1,174 @@
+"""How protocol values travel on ZeroMQ: topics, frames and Thrift conversions.
+
+Pure functions between the core's values (:mod:`subscriber.delta`,
+:mod:`subscriber.sync`) and catalogd's Thrift messages (``CatalogService.thrift``),
+plus the PUB topic scheme. Both catalogd and the subscriber use this module, so
+the two sides cannot disagree.
+
+PUB messages are two frames, ``[topic, body]``; ``body`` is a
+:func:`subscriber.codec.pack`-ed struct chosen by the topic's first byte:
+
+=============  =================  =============================================
+topic          body               meaning
+=============  =================  =============================================
+``d<db>\\0``    ``TDelta``         one database's part of a delta (``d\\0``: global)
+``c``          ``TDeltaCommit``   closes a delta: entry counts per database
+``h``          ``THeartbeat``     service id, newest version, interval
+=============  =================  =============================================
+
+ZeroMQ filters by topic prefix at the publisher, so a subscriber that follows
+databases ``a`` and ``b`` subscribes to ``c``, ``h``, ``d\\0``, ``da\\0`` and
+``db\\0`` and never receives another database's bytes. The NUL terminator
+keeps ``da\\0`` from matching database ``ab``.
+
+ROUTER/DEALER messages are one body frame (after the envelope): a packed
+``TRequest`` or ``TResponse``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import idl
+from subscriber import codec
+from subscriber.delta import Delta, Entry
+from subscriber.errors import ProtocolError
+from subscriber.keys import GLOBAL, database_of
+from subscriber.sync import Commit, DeltaPart, Heartbeat
+
+svc = idl.catalog_service
+
+TOPIC_DELTA = b"d"
+TOPIC_COMMIT = b"c"
+TOPIC_HEARTBEAT = b"h"
+
+
+def delta_topic(database: str) -> bytes:
+    return TOPIC_DELTA + database.encode() + b"\0"
+
+
+def subscriptions(databases: Iterable[str] | None) -> list[bytes]:
+    """The SUB prefixes for following ``databases`` (None: everything)."""
+    if databases is None:
+        return [b""]
+    return [TOPIC_COMMIT, TOPIC_HEARTBEAT, delta_topic(GLOBAL)] + [
+        delta_topic(db) for db in sorted(set(databases))
+    ]
+
+
+# -- entries ---------------------------------------------------------------------
+
+
+def entry_to_thrift(entry: Entry) -> object:
+    if entry.payload is None:
+        return svc.TCatalogEntry(key=entry.key, version=entry.version, removed=True)
+    return svc.TCatalogEntry(key=entry.key, version=entry.version, object=entry.payload)
+
+
+def entry_from_thrift(t: object) -> Entry:
+    key, version = getattr(t, "key", None), getattr(t, "version", None)
+    if not isinstance(key, str) or not isinstance(version, int):
+        raise ProtocolError("catalog entry without key or version")
+    payload = None if getattr(t, "removed", False) else getattr(t, "object", None)
+    if payload is None and not getattr(t, "removed", False):
+        raise ProtocolError(f"entry {key!r} has neither an object nor a removed flag")
+    return Entry(key, version, payload)
+
+
+def entries_from_thrift(items: object) -> tuple[Entry, ...]:
+    if not isinstance(items, list):
+        raise ProtocolError("entry list missing")
+    return tuple(entry_from_thrift(t) for t in items)
+
+
+# -- publications ----------------------------------------------------------------
+
+
+def delta_messages(service_id: str, delta: Delta) -> list[tuple[bytes, bytes]]:
+    """The ``(topic, body)`` messages that publish ``delta``: parts, then the commit."""
+    by_db: dict[str, list[object]] = {}
+    for entry in delta.entries:
+        by_db.setdefault(database_of(entry.key), []).append(entry_to_thrift(entry))
+    messages = [
+        (
+            delta_topic(db),
+            codec.pack(
+                svc.TDelta(
+                    service_id=service_id,
+                    from_version=delta.from_version,
+                    to_version=delta.to_version,
+                    entries=items,
+                    database=db,
+                )
+            ),
+        )
+        for db, items in by_db.items()
+    ]
+    commit = svc.TDeltaCommit(
+        service_id=service_id,
+        from_version=delta.from_version,
+        to_version=delta.to_version,
+        counts={db: len(items) for db, items in by_db.items()},
+    )
+    messages.append((TOPIC_COMMIT, codec.pack(commit)))
+    return messages
+
+
+def heartbeat_message(
+    service_id: str, version: int, interval_s: float, now_ms: int
+) -> tuple[bytes, bytes]:
+    beat = svc.THeartbeat(
+        service_id=service_id,
+        version=version,
+        sent_at_ms=now_ms,
+        interval_ms=int(interval_s * 1000),
+    )
+    return TOPIC_HEARTBEAT, codec.pack(beat)
+
+
+def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbeat:
+    """Decode one PUB message.
+
+    Raises:
+        ProtocolError: unknown topic, undecodable body, or fields missing.
+    """
+    kind = topic[:1]
+    if kind == TOPIC_DELTA:
+        t = codec.unpack(svc.TDelta, body)
+        _require(t, "service_id", "from_version", "to_version")
+        database = t.database if t.database is not None else topic[1:-1].decode(errors="replace")
+        return DeltaPart(
+            t.service_id, t.from_version, t.to_version, database, entries_from_thrift(t.entries)
+        )
+    if kind == TOPIC_COMMIT and len(topic) == 1:
+        t = codec.unpack(svc.TDeltaCommit, body)
+        _require(t, "service_id", "from_version", "to_version", "counts")
+        return Commit(t.service_id, t.from_version, t.to_version, dict(t.counts))
+    if kind == TOPIC_HEARTBEAT and len(topic) == 1:
+        t = codec.unpack(svc.THeartbeat, body)
+        _require(t, "service_id", "version", "interval_ms")
+        return Heartbeat(t.service_id, t.version, max(t.interval_ms, 1) / 1000.0)
+    raise ProtocolError(f"unknown topic {topic[:16]!r}")
+
+
+def delta_to_thrift(service_id: str, delta: Delta) -> object:
+    return svc.TDelta(
+        service_id=service_id,
+        from_version=delta.from_version,
+        to_version=delta.to_version,
+        entries=[entry_to_thrift(e) for e in delta.entries],
+    )
+
+
+def delta_from_thrift(t: object) -> Delta:
+    _require(t, "service_id", "from_version", "to_version")
+    try:
+        return Delta(t.from_version, t.to_version, entries_from_thrift(t.entries))  # type: ignore[attr-defined]
+    except ValueError as exc:
+        raise ProtocolError(str(exc)) from exc
+
+
+def _require(t: object, *names: str) -> None:
+    missing = [n for n in names if getattr(t, n, None) is None]
+    if missing:
+        raise ProtocolError(f"{type(t).__name__} lacks {', '.join(missing)}")
