@@ -1,0 +1,193 @@
+"""Loading metadata from a metastore source into catalog objects.
+
+A :class:`MetastoreSource` is the seam between catalogd and wherever metadata
+lives: :class:`ThriftSource` (a real HMS over Thrift) and
+:class:`InMemorySource` (tests and benchmarks that must not be limited by HMS
+speed) implement it. The loader turns what a source returns into catalog
+objects with :mod:`catalogd.metastore.convert`; it never talks to sockets itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from catalogd.metastore import convert
+from catalogd.metastore.client import MetastoreClient
+from subscriber.errors import NotFoundError
+
+
+class MetastoreSource(Protocol):
+    """What catalogd needs from a metastore. Names are returned as stored."""
+
+    address: str
+
+    def database_names(self) -> list[str]: ...
+
+    def get_database(self, name: str) -> Any: ...
+
+    def table_names(self, db: str) -> list[str]: ...
+
+    def get_tables(self, db: str, names: Sequence[str]) -> list[Any]:
+        """The ``Table`` of each existing name; missing ones are left out."""
+        ...
+
+    def partitions(self, db: str, table: str, names: Sequence[str] | None = None) -> Iterator[Any]:
+        """The ``Partition`` objects of a table (only ``names`` when given)."""
+        ...
+
+
+class ThriftSource:
+    """A :class:`MetastoreSource` over a real Hive Metastore's Thrift API.
+
+    Tables are fetched in bulk (``get_table_objects_by_name``) and partitions in
+    batches of ``partition_batch`` by name. Not thread-safe (one connection).
+    """
+
+    def __init__(self, client: MetastoreClient, *, partition_batch: int = 500) -> None:
+        self.client = client
+        self.address = client.uri
+        self.partition_batch = partition_batch
+
+    def database_names(self) -> list[str]:
+        return self.client.get_all_databases()
+
+    def get_database(self, name: str) -> Any:
+        return self.client.get_database(name)
+
+    def table_names(self, db: str) -> list[str]:
+        self.client.get_database(db)  # NotFoundError for an unknown database
+        return self.client.get_all_tables(db)
+
+    def get_tables(self, db: str, names: Sequence[str]) -> list[Any]:
+        return self.client.get_table_objects_by_name(db, names)
+
+    def partitions(self, db: str, table: str, names: Sequence[str] | None = None) -> Iterator[Any]:
+        if names is None:
+            names = self.client.get_partition_names(db, table)
+        for start in range(0, len(names), self.partition_batch):
+            batch = names[start : start + self.partition_batch]
+            yield from self.client.get_partitions_by_names(db, table, batch)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@dataclass
+class InMemorySource:
+    """A :class:`MetastoreSource` over HMS structs held in memory."""
+
+    databases: dict[str, Any] = field(default_factory=dict)
+    tables: dict[tuple[str, str], Any] = field(default_factory=dict)
+    table_partitions: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    address: str = "memory://"
+
+    def database_names(self) -> list[str]:
+        return list(self.databases)
+
+    def get_database(self, name: str) -> Any:
+        try:
+            return self.databases[name.lower()]
+        except KeyError:
+            raise NotFoundError(f"database {name.lower()} not found") from None
+
+    def table_names(self, db: str) -> list[str]:
+        self.get_database(db)
+        return [t for (d, t) in self.tables if d == db.lower()]
+
+    def get_tables(self, db: str, names: Sequence[str]) -> list[Any]:
+        found = (self.tables.get((db.lower(), n.lower())) for n in names)
+        return [t for t in found if t is not None]
+
+    def partitions(self, db: str, table: str, names: Sequence[str] | None = None) -> Iterator[Any]:
+        parts = self.table_partitions.get((db.lower(), table.lower()), {})
+        if names is None:
+            yield from parts.values()
+        else:
+            yield from (parts[n] for n in names if n in parts)
+
+
+@dataclass
+class LoadStats:
+    databases: int = 0
+    tables: int = 0
+    views: int = 0
+    partitions: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: LoadStats) -> None:
+        self.databases += other.databases
+        self.tables += other.tables
+        self.views += other.views
+        self.partitions += other.partitions
+
+
+def load_table_objects(source: MetastoreSource, table: Any) -> tuple[dict[str, Any], LoadStats]:
+    """Every catalog object of one HMS ``Table`` (header and partitions)."""
+    stats = LoadStats()
+    if convert.is_view(table):
+        stats.views = 1
+        parts: Iterable[Any] = ()
+    else:
+        stats.tables = 1
+        parts = source.partitions(table.dbName, table.tableName) if table.partitionKeys else ()
+    objects = convert.table_objects(table, parts)
+    stats.partitions = len(objects) - 1
+    return objects, stats
+
+
+def load_table(source: MetastoreSource, db: str, name: str) -> tuple[dict[str, Any], LoadStats]:
+    """Load one table or view now.
+
+    Raises:
+        NotFoundError: the database or table does not exist.
+    """
+    tables = source.get_tables(db, [name])
+    if not tables:
+        raise NotFoundError(f"table {db.lower()}.{name.lower()} not found in {source.address}")
+    return load_table_objects(source, tables[0])
+
+
+def load_database(
+    source: MetastoreSource, db: str, *, table_batch: int = 100
+) -> tuple[dict[str, Any], LoadStats]:
+    """The database object and every table in it, fully loaded."""
+    stats = LoadStats(databases=1)
+    objects = convert.database_objects(source.get_database(db))
+    names = source.table_names(db)
+    for start in range(0, len(names), table_batch):
+        for table in source.get_tables(db, names[start : start + table_batch]):
+            try:
+                table_objs, table_stats = load_table_objects(source, table)
+            except NotFoundError:
+                continue  # dropped while we were loading
+            objects.update(table_objs)
+            stats.add(table_stats)
+    return objects, stats
+
+
+def load_catalog(
+    source: MetastoreSource,
+    *,
+    table_batch: int = 100,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[dict[str, Any], LoadStats]:
+    """Load every database, table, view and partition of ``source``.
+
+    Returns the catalog objects by key and what was loaded. A database or table
+    dropped while loading is skipped, not an error.
+    """
+    started = clock()
+    objects: dict[str, Any] = {}
+    stats = LoadStats()
+    for db in source.database_names():
+        try:
+            db_objects, db_stats = load_database(source, db, table_batch=table_batch)
+        except NotFoundError:
+            continue  # dropped while we were loading
+        objects.update(db_objects)
+        stats.add(db_stats)
+    stats.seconds = clock() - started
+    return objects, stats
