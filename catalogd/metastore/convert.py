@@ -17,7 +17,7 @@ import hashlib
 from collections.abc import Iterable
 
 import idl
-from catalogd.metastore.types import column_type
+from subscriber.types import column_type
 from subscriber import codec
 from subscriber.keys import (
     database_key,
