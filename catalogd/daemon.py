@@ -47,10 +47,9 @@ def open_metastore(stack: ExitStack, hms_uri: str | None, data_dir: Path) -> str
 
 
 def initial_load(client: MetastoreClient, server: CatalogServer) -> tuple[Any, loader.LoadStats]:
-    """Load everything and publish it as the first delta; returns (delta, stats)."""
+    """Load everything into the not yet started server; returns (delta, stats)."""
     objects, stats = loader.load_catalog(loader.ThriftSource(client))
-    delta = server.commit(convert.encode_all(objects)).result()
-    return delta, stats
+    return server.preload(convert.encode_all(objects)), stats
 
 
 def serve(
@@ -74,10 +73,11 @@ def serve(
             warehouse = (options.data_dir / "warehouse").resolve().as_uri()
             if create_demo_warehouse(client, warehouse):
                 log.info("created the demo warehouse (database 'demo')")
-        server = CatalogServer(options.server).start()
-        stack.callback(server.close)
+        server = CatalogServer(options.server)
         started = time.monotonic()
         delta, stats = initial_load(client, server)
+        server.start()
+        stack.callback(server.close)
         log.info(
             "initial catalog published: version %d, %d databases, %d tables, %d views, "
             "%d partitions in %.2fs; serving at %s (publisher %s, service id %s)",

@@ -184,6 +184,14 @@ class CatalogServer:
         self._ring()
         return future
 
+    def preload(self, changes: Any) -> Delta:
+        """Commit ``changes`` before :meth:`start`, so the first snapshot any
+        subscriber gets already holds them (a restarted catalogd never shows an
+        empty catalog). Raises RuntimeError once started."""
+        if self._thread.is_alive() or self._ready.is_set():
+            raise RuntimeError("preload() is only possible before start()")
+        return self._catalog.commit(changes)
+
     def commit(self, changes: Any) -> Future[Delta]:
         """Commit ``changes`` (key -> payload or None) and publish the delta."""
         return self.submit(lambda catalog: catalog.commit(changes))

@@ -1,0 +1,103 @@
+"""Run ``catalogd`` as a real process for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+READY = re.compile(r"initial catalog published: version (\d+).*service id (\w+)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class CatalogdProcess:
+    """``catalogd serve`` in a subprocess, logging to a file; started and stopped explicitly."""
+
+    def __init__(
+        self,
+        hms_uri: str,
+        data_dir: Path,
+        *,
+        port: int | None = None,
+        extra: list[str] | None = None,
+    ) -> None:
+        self.hms_uri = hms_uri
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.endpoint = f"tcp://127.0.0.1:{self.port}"
+        self.extra = extra or []
+        self.log_path = data_dir / "catalogd.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.version = 0
+        self.service_id = ""
+
+    def start(self, timeout: float = 60.0) -> CatalogdProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        cmd = [
+            sys.executable,
+            "-m",
+            "catalogd.cli",
+            "serve",
+            "--hms",
+            self.hms_uri,
+            "--bind",
+            self.endpoint,
+            "--pub-bind",
+            "tcp://127.0.0.1:*",
+            "--data-dir",
+            str(self.data_dir),
+            "--heartbeat-interval",
+            "0.2",
+            *self.extra,
+        ]
+        self.proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log_path.read_bytes()[offset:].decode(errors="replace")
+            match = READY.search(text)
+            if match:
+                self.version, self.service_id = int(match.group(1)), match.group(2)
+                return self
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"catalogd exited with {self.proc.returncode}:\n{text[-3000:]}"
+                )
+            time.sleep(0.05)
+        self.kill()
+        raise AssertionError(f"catalogd not ready in {timeout}s:\n{self.log_tail()}")
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_bytes()[-chars:].decode(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye, no final heartbeat."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self, timeout: float = 15.0) -> int:
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        return self.proc.returncode

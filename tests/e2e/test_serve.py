@@ -1,0 +1,94 @@
+"""``catalogd serve`` as a real process, a real HMS, subscribers and a PySpark driver."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from catalogd_process import CatalogdProcess
+
+from catalogd import loader
+from catalogd.metastore.client import MetastoreClient
+from subscriber.api import CatalogSubscriber
+
+pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(600)]
+HERE = Path(__file__).resolve().parent
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def hms_keys(uri: str) -> set[str]:
+    with MetastoreClient(uri) as client:
+        objects, _ = loader.load_catalog(loader.ThriftSource(client))
+    return set(objects)
+
+
+def cached_keys(sub: CatalogSubscriber) -> set[str]:
+    return {e.key for e in sub._machine.cache.view.entries()}
+
+
+def test_subscriber_follows_kill_and_restart(warehouse, tmp_path: Path) -> None:  # noqa: ANN001
+    first = CatalogdProcess(warehouse.uri, tmp_path / "catalogd").start()
+    try:
+        with CatalogSubscriber(first.endpoint) as sub:
+            sub.wait_synced(30)
+            assert sub.service_id == first.service_id
+            assert cached_keys(sub) == hms_keys(warehouse.uri)
+            table = sub.get_table("sales.orders")
+            assert [c.columnName for c in table.clustering_columns] == ["dt", "region"]
+            parts = sub.list_partitions("sales.orders", {"region": "eu"})
+            assert [p.partition_name for p in parts] == [
+                "dt=2024-01-01/region=eu",
+                "dt=2024-01-02/region=eu",
+            ]
+            first.kill()  # SIGKILL: no final heartbeat
+            wait_until(lambda: sub.is_stale, what="stale after SIGKILL")
+            assert sub.get_table("sales.orders").tbl_name == "orders"  # still served
+            second = CatalogdProcess(warehouse.uri, tmp_path / "catalogd", port=first.port).start()
+            try:
+                wait_until(lambda: sub.service_id == second.service_id, what="resync")
+                assert sub.service_id != first.service_id and not sub.is_stale
+                assert cached_keys(sub) == hms_keys(warehouse.uri)
+            finally:
+                assert second.stop() == 0
+    finally:
+        first.kill()
+
+
+def test_pyspark_driver_reads_data_through_the_cache(warehouse, tmp_path: Path) -> None:  # noqa: ANN001
+    server = CatalogdProcess(warehouse.uri, tmp_path / "catalogd").start()
+    try:
+        result = subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "spark_driver.py"),
+                server.endpoint,
+                "sales.orders",
+                "region=eu",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        out = json.loads(result.stdout.strip().splitlines()[-1])
+        assert out["format"] == "parquet"
+        assert len(out["paths"]) == 2 and all("region=eu" in p for p in out["paths"])
+        assert out["rows"] == [
+            ["1", "10.50", "ann", "2024-01-01", "eu"],
+            ["2", "20.00", "bob", "2024-01-01", "eu"],
+            ["4", "99.99", "ann", "2024-01-02", "eu"],
+        ]
+    finally:
+        server.stop()
