@@ -32,7 +32,21 @@ from dataclasses import dataclass
 
 from subscriber.delta import Delta, Entry
 from subscriber.errors import CatalogError
-from subscriber.keys import database_of
+from subscriber.keys import database_of, table_key
+
+_PARTITION = "HDFS_PARTITION:"
+
+
+def _table_of_partition(key: str) -> str:
+    """``HDFS_PARTITION:db.t:k=v`` -> ``db.t``."""
+    return key[len(_PARTITION) :].partition(":")[0]
+
+
+def _discard(index: dict[str, set[str]], group: str, key: str) -> None:
+    members = index[group]
+    members.discard(key)
+    if not members:
+        del index[group]
 
 
 class DeltaUnavailableError(CatalogError):
@@ -68,6 +82,8 @@ class Catalog:
         self._tombstones: OrderedDict[str, int] = OrderedDict()
         # database -> live keys, so database-wide operations need no full scan.
         self._by_database: dict[str, set[str]] = {}
+        # "db.table" -> live partition keys, so a table refresh needs no scan.
+        self._partitions: dict[str, set[str]] = {}
         self._live = 0
 
     # -- reading -----------------------------------------------------------------
@@ -98,6 +114,15 @@ class Catalog:
     def keys_of_database(self, db: str) -> frozenset[str]:
         """Live keys that belong to database ``db`` (``""`` for global objects)."""
         return frozenset(self._by_database.get(db, ()))
+
+    def partition_keys(self, db: str, table: str) -> frozenset[str]:
+        """Live ``HDFS_PARTITION`` keys of table ``db.table``."""
+        return frozenset(self._partitions.get(f"{db.lower()}.{table.lower()}", ()))
+
+    def table_keys(self, db: str, table: str) -> frozenset[str]:
+        """Every live key of one table or view: header (TABLE or VIEW) and partitions."""
+        heads = {table_key(db, table), table_key(db, table, view=True)}
+        return self.partition_keys(db, table) | {k for k in heads if k in self}
 
     def keys_with_prefix(self, prefix: str, *, db: str | None = None) -> list[str]:
         """Live keys starting with ``prefix``; ``db`` narrows the scan to one database."""
@@ -178,15 +203,16 @@ class Catalog:
             self._tombstones.move_to_end(key)
             if was_live:
                 self._live -= 1
-                members = self._by_database[db]
-                members.discard(key)
-                if not members:
-                    del self._by_database[db]
+                _discard(self._by_database, db, key)
+                if key.startswith(_PARTITION):
+                    _discard(self._partitions, _table_of_partition(key), key)
         else:
             self._tombstones.pop(key, None)
             if not was_live:
                 self._live += 1
                 self._by_database.setdefault(db, set()).add(key)
+                if key.startswith(_PARTITION):
+                    self._partitions.setdefault(_table_of_partition(key), set()).add(key)
 
     def _prune_tombstones(self) -> None:
         while len(self._tombstones) > self._max_tombstones:

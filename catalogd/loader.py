@@ -38,6 +38,10 @@ class MetastoreSource(Protocol):
         """The ``Partition`` objects of a table (only ``names`` when given)."""
         ...
 
+    def partition_names(self, db: str, table: str) -> list[str]:
+        """The HMS partition names (``k=v/k2=v2``) of a table."""
+        ...
+
 
 class ThriftSource:
     """A :class:`MetastoreSource` over a real Hive Metastore's Thrift API.
@@ -63,6 +67,9 @@ class ThriftSource:
 
     def get_tables(self, db: str, names: Sequence[str]) -> list[Any]:
         return self.client.get_table_objects_by_name(db, names)
+
+    def partition_names(self, db: str, table: str) -> list[str]:
+        return self.client.get_partition_names(db, table)
 
     def partitions(self, db: str, table: str, names: Sequence[str] | None = None) -> Iterator[Any]:
         if names is None:
@@ -100,6 +107,9 @@ class InMemorySource:
     def get_tables(self, db: str, names: Sequence[str]) -> list[Any]:
         found = (self.tables.get((db.lower(), n.lower())) for n in names)
         return [t for t in found if t is not None]
+
+    def partition_names(self, db: str, table: str) -> list[str]:
+        return list(self.table_partitions.get((db.lower(), table.lower()), {}))
 
     def partitions(self, db: str, table: str, names: Sequence[str] | None = None) -> Iterator[Any]:
         parts = self.table_partitions.get((db.lower(), table.lower()), {})

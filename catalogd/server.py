@@ -175,8 +175,19 @@ class CatalogServer:
         When ``fn`` returns a :class:`Delta`, it is published before the Future
         resolves (to that delta). ``fn`` must be quick and must not block: do
         the slow work (HMS calls, encoding) before submitting.
+
+        Before :meth:`start`, ``fn`` runs at once in the calling thread (no
+        server thread owns the catalog yet, and nobody can subscribe): that is
+        how the initial catalog is in place before the first snapshot, so a
+        restarted catalogd never shows an empty catalog.
         """
         future: Future[Any] = Future()
+        if not self._thread.is_alive() and not self._ready.is_set():
+            try:
+                future.set_result(fn(self._catalog))
+            except BaseException as exc:  # noqa: BLE001 - handed to the submitter
+                future.set_exception(exc)
+            return future
         if self._stop.is_set():
             future.set_exception(UnavailableError("catalogd server is closed"))
             return future
@@ -184,13 +195,13 @@ class CatalogServer:
         self._ring()
         return future
 
+    @property
+    def started(self) -> bool:
+        return self._ready.is_set()
+
     def preload(self, changes: Any) -> Delta:
-        """Commit ``changes`` before :meth:`start`, so the first snapshot any
-        subscriber gets already holds them (a restarted catalogd never shows an
-        empty catalog). Raises RuntimeError once started."""
-        if self._thread.is_alive() or self._ready.is_set():
-            raise RuntimeError("preload() is only possible before start()")
-        return self._catalog.commit(changes)
+        """Commit ``changes`` before :meth:`start` (see :meth:`submit`)."""
+        return self.commit(changes).result()
 
     def commit(self, changes: Any) -> Future[Delta]:
         """Commit ``changes`` (key -> payload or None) and publish the delta."""
@@ -337,7 +348,11 @@ class CatalogServer:
             return svc.TResponse(request_id=rid, status=_OK())
         if request.report is not None:
             report = request.report
-            self.stats.subscribers[report.client_id] = (report.applied_version, self._clock())
+            if report.service_id == self.service_id:  # not a leftover from before a restart
+                self.stats.subscribers[report.client_id] = (
+                    report.applied_version,
+                    self._clock(),
+                )
             return None  # reports are one-way
         raise ProtocolError("request carries no known command")
 

@@ -103,6 +103,7 @@ class CatalogSubscriber:
         self._started = False
         self._closed = False
         self._reported = -1
+        self._reported_at = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -317,9 +318,12 @@ class CatalogSubscriber:
                     listener(event)
                 except Exception:  # noqa: BLE001 - a listener never kills the thread
                     log.exception("catalog listener %r failed on %s", listener, event)
+        # Tell catalogd what we applied (read-your-writes barriers), at once on a
+        # change and at least once a second as a sign of life.
         version = self._machine.cache.view.version
-        if version != self._reported and self._machine.synced:
-            self._reported = version
+        now = time.monotonic()
+        if self._machine.synced and (version != self._reported or now - self._reported_at >= 1.0):
+            self._reported, self._reported_at = version, now
             self._transport.report(self._machine.cache.view.service_id, version)
         with self._changed:
             self._changed.notify_all()

@@ -173,6 +173,10 @@ def test_snapshot_equals_live_state_and_versions_are_monotonic(ops: list) -> Non
     assert snap.version == cat.version
     assert {e.key: e.payload for e in snap.entries} == history[-1][1]
     assert len(cat) == len(snap.entries)
+    for table in ("a.t1",):
+        assert cat.partition_keys("a", "t1") == {
+            e.key for e in snap.entries if e.key.startswith(f"HDFS_PARTITION:{table}:")
+        }
     for db in {"a", "b", ""}:
         assert cat.keys_of_database(db) == {e.key for e in snap.entries if database_of(e.key) == db}
 

@@ -1,0 +1,313 @@
+"""Automatic change detection: HMS notification events, or cheap polling.
+
+One thread (``catalogd-detector``) runs a cycle every ``interval_s``:
+
+* **events** (when the HMS logs them, i.e. a notification listener is
+  configured): read ``get_next_notification`` after the last id seen and
+  reload exactly what the events name. Duplicate and late ids are skipped.
+  A jump in ids (events expired before we read them) triggers one polling
+  cycle over everything, never a wedge.
+* **polling** (otherwise): compare HMS with the catalog by fingerprint —
+  database names, table names per database, each loaded table's
+  ``transient_lastDdlTime`` (tables fetched 100 per call) and partition names
+  per partitioned table — and reload only what differs.
+
+Cost of a polling cycle on HMS: ``1 + D + ceil(T / 100) + P`` calls for ``D``
+databases, ``T`` loaded tables and ``P`` partitioned ones, spread so as to
+stay under ``max_calls_per_s`` (a cycle takes longer rather than exceed it).
+What polling cannot see: data written into an existing partition without a
+change to its name or to the table (events see those as ALTER_PARTITION/INSERT).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from catalogd import plans
+from catalogd.catalog import Catalog
+from catalogd.commands import RuntimeInfo
+from catalogd.lazy import TableLoader
+from catalogd.operations import Operations
+from subscriber import codec
+from subscriber.errors import CatalogError, NotFoundError, UnavailableError
+from subscriber.keys import table_key
+
+log = logging.getLogger(__name__)
+
+_TABLE_EVENTS = {
+    "CREATE_TABLE",
+    "ALTER_TABLE",
+    "DROP_TABLE",
+    "ADD_PARTITION",
+    "DROP_PARTITION",
+    "ALTER_PARTITION",
+    "INSERT",
+}
+_DB_EVENTS = {"CREATE_DATABASE", "DROP_DATABASE", "ALTER_DATABASE"}
+
+
+@dataclass
+class DetectorStats:
+    cycles: int = 0
+    events: int = 0
+    duplicate_events: int = 0
+    event_gaps: int = 0
+    hms_calls: int = 0
+    reloads: int = 0
+    mode: str = "off"
+    last_cycle_s: float = 0.0
+    last_event_id: int = 0
+    errors: int = 0
+    reloaded: list[str] = field(default_factory=list)
+
+
+class _Budget:
+    """At most ``rate`` calls per second, by sleeping before a call when ahead."""
+
+    def __init__(
+        self, rate: float, clock: Callable[[], float], sleep: Callable[[float], None]
+    ) -> None:
+        self._interval = 1.0 / rate if rate > 0 else 0.0
+        self._next = 0.0
+        self._clock, self._sleep = clock, sleep
+
+    def spend(self, calls: int = 1) -> None:
+        now = self._clock()
+        if self._next > now:
+            self._sleep(self._next - now)
+        self._next = max(self._next, now) + calls * self._interval
+
+
+class ChangeDetector:
+    """Keeps the catalog in step with HMS without anyone typing a command.
+
+    Args:
+        mode: ``"auto"`` (events when the HMS logs any, else polling),
+            ``"events"``, ``"poll"`` or ``"off"``.
+        start_event_id: the HMS event id read *before* the initial load, so
+            nothing committed in between is missed.
+    """
+
+    def __init__(
+        self,
+        ops: Operations,
+        loader: TableLoader,
+        info: RuntimeInfo,
+        *,
+        interval_s: float = 5.0,
+        mode: str = "auto",
+        max_calls_per_s: float = 100.0,
+        event_batch: int = 1000,
+        start_event_id: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if mode not in ("auto", "events", "poll", "off"):
+            raise ValueError(f"unknown change detection mode {mode!r}")
+        self.ops, self.loader, self.info = ops, loader, info
+        self.interval_s = interval_s
+        self.mode = mode
+        self.stats = DetectorStats(last_event_id=start_event_id)
+        self._event_batch = event_batch
+        self._budget = _Budget(max_calls_per_s, clock, sleep)
+        self._clock = clock
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="catalogd-detector", daemon=True)
+
+    def start(self) -> ChangeDetector:
+        if self.mode != "off":
+            self._thread.start()
+        return self
+
+    def close(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.run_once()
+
+    # -- one cycle --------------------------------------------------------------------
+
+    def run_once(self) -> None:
+        """One detection cycle; never raises (errors are logged and counted)."""
+        started = self._clock()
+        try:
+            if self._use_events():
+                self.stats.mode = self.info.detector = "events"
+                self._events_cycle()
+            else:
+                self.stats.mode = self.info.detector = "poll"
+                self._poll_cycle()
+            if not self.info.hms_healthy:
+                log.info("Hive Metastore at %s recovered", self.info.hms_address)
+            self.info.hms_healthy, self.info.hms_error = True, None
+        except UnavailableError as exc:
+            self.stats.errors += 1
+            if self.info.hms_healthy:
+                log.warning("Hive Metastore unreachable; serving the last catalog: %s", exc)
+            self.info.hms_healthy, self.info.hms_error = False, str(exc)
+        except Exception:  # noqa: BLE001 - the detector must keep running
+            self.stats.errors += 1
+            log.exception("change detection cycle failed")
+        self.stats.cycles += 1
+        self.stats.last_cycle_s = self._clock() - started
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self._budget.spend()
+        self.stats.hms_calls += 1
+        return fn(*args)
+
+    def _use_events(self) -> bool:
+        if self.mode in ("events", "poll"):
+            return self.mode == "events"
+        client = getattr(self.ops.source(), "client", None)
+        if client is None:
+            return False
+        return (
+            self.stats.last_event_id > 0 or self._call(client.get_current_notification_event_id) > 0
+        )
+
+    # -- events -------------------------------------------------------------------------
+
+    def _events_cycle(self) -> None:
+        client = self.ops.source().client  # type: ignore[attr-defined]
+        events = self._call(
+            client.get_next_notification, self.stats.last_event_id, self._event_batch
+        )
+        fresh = []
+        for event in events:
+            if event.eventId <= self.stats.last_event_id or any(
+                e.eventId == event.eventId for e in fresh
+            ):
+                self.stats.duplicate_events += 1
+                continue
+            fresh.append(event)
+        if not fresh:
+            return
+        fresh.sort(key=lambda e: e.eventId)
+        if fresh[0].eventId > self.stats.last_event_id + 1 and self.stats.last_event_id > 0:
+            # Ids were skipped: those events expired (or were never readable).
+            self.stats.event_gaps += 1
+            log.warning(
+                "HMS events %d..%d are gone; reloading by fingerprints",
+                self.stats.last_event_id + 1,
+                fresh[0].eventId - 1,
+            )
+            self._poll_cycle()
+        dbs: set[str] = set()
+        tables: set[tuple[str, str]] = set()
+        for event in fresh:
+            self.stats.events += 1
+            db = (event.dbName or "").lower()
+            if event.eventType in _DB_EVENTS and db:
+                dbs.add(db)
+            elif event.eventType in _TABLE_EVENTS and db and event.tableName:
+                tables.add((db, event.tableName.lower()))
+                if event.eventType in ("CREATE_TABLE", "DROP_TABLE", "ALTER_TABLE"):
+                    dbs.add(db)  # names may have changed (create, drop, rename)
+        for db in sorted(dbs):
+            self._relist(db)
+        for db, table in sorted(tables):
+            if db not in dbs or self._known(db, table):
+                self._reload(db, table)
+        self.stats.last_event_id = fresh[-1].eventId
+
+    # -- polling ------------------------------------------------------------------------
+
+    def _poll_cycle(self) -> None:
+        source = self.ops.source()
+        hms_dbs = {d.lower() for d in self._call(source.database_names)}
+        ours = self.ops.server.submit(_databases).result()
+        for db in sorted(ours - hms_dbs):
+            self._relist(db)
+        for db in sorted(hms_dbs):
+            try:
+                names = {t.lower() for t in self._call(source.table_names, db)}
+            except NotFoundError:
+                self._relist(db)
+                continue
+            known = self.ops.server.submit(lambda c, d=db: plans.table_names_of(c, d)).result()
+            if db not in ours or names != known:
+                self._relist(db)
+            self._poll_tables(db, sorted(names & known))
+
+    def _poll_tables(self, db: str, names: list[str]) -> None:
+        source = self.ops.source()
+        for start in range(0, len(names), 100):
+            batch = names[start : start + 100]
+            tables = self._call(source.get_tables, db, batch)
+            state = self.ops.server.submit(lambda c, b=batch: _fingerprints(c, db, b)).result()
+            for table in tables:
+                name = table.tableName.lower()
+                ours = state.get(name)
+                if ours is None:  # a placeholder: the loader will read it
+                    continue
+                ddl_time, partitions = ours
+                if (table.parameters or {}).get("transient_lastDdlTime") != ddl_time:
+                    self._reload(db, name)
+                    continue
+                if table.partitionKeys:
+                    names_now = set(self._call(source.partition_names, db, name))
+                    if names_now != partitions:
+                        self._refresh_partitions(db, name, sorted(names_now ^ partitions))
+
+    # -- actions --------------------------------------------------------------------------
+
+    def _relist(self, db: str) -> None:
+        try:
+            self.ops.load_names(db)
+        except NotFoundError:
+            log.info("database %s dropped", db)
+        self.loader.enqueue_unloaded(db)
+        self.stats.reloaded.append(f"db {db}")
+
+    def _reload(self, db: str, table: str) -> None:
+        self.stats.reloads += 1
+        self.stats.reloaded.append(f"{db}.{table}")
+        try:
+            self.ops.load_table(db, table)
+        except NotFoundError:
+            log.info("table %s.%s dropped", db, table)
+        except CatalogError as exc:
+            if isinstance(exc, UnavailableError):
+                raise
+            log.warning("reloading %s.%s failed: %s", db, table, exc)
+
+    def _refresh_partitions(self, db: str, table: str, names: list[str]) -> None:
+        self.stats.reloads += 1
+        self.stats.reloaded.append(f"{db}.{table} ({len(names)} partitions)")
+        try:
+            self.ops.refresh_partitions(db, table, names)
+        except NotFoundError:
+            log.info("table %s.%s dropped", db, table)
+
+    def _known(self, db: str, table: str) -> bool:
+        return bool(self.ops.server.submit(lambda c: c.table_keys(db, table)).result())
+
+
+def _databases(catalog: Catalog) -> set[str]:
+    return {k.partition(":")[2] for k in catalog.keys_with_prefix("DATABASE:")}
+
+
+def _fingerprints(
+    catalog: Catalog, db: str, names: list[str]
+) -> dict[str, tuple[str | None, set[str]]]:
+    """For loaded tables: (transient_lastDdlTime, partition names) as the catalog has them."""
+    result = {}
+    for name in names:
+        entry = catalog.get(table_key(db, name)) or catalog.get(table_key(db, name, view=True))
+        if entry is None or entry.payload is None or plans.is_placeholder(catalog, db, name):
+            continue
+        table = codec.decode_object(entry.payload).table
+        params = (table.metastore_table.parameters or {}) if table.metastore_table else {}
+        prefix_len = len(f"HDFS_PARTITION:{db}.{name}:")
+        partitions = {k[prefix_len:] for k in catalog.partition_keys(db, name)}
+        result[name] = (params.get("transient_lastDdlTime"), partitions)
+    return result

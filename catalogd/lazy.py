@@ -1,0 +1,142 @@
+"""Lazy loading: a background pool turns table placeholders into full metadata.
+
+At start-up catalogd publishes databases and table *names* (placeholders)
+first, so subscribers are useful within a second; :class:`TableLoader` then
+loads every table in a pool of ``pool_size`` threads. A subscriber that needs
+a table now asks for a priority load (``TLoadTableRequest``); an urgent request
+jumps the queue. Concurrent requests for one table share one load.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from catalogd.operations import Operations
+from subscriber.errors import CatalogError
+
+log = logging.getLogger(__name__)
+
+URGENT, BACKGROUND = 0, 10
+
+
+@dataclass
+class LoaderStats:
+    loaded: int = 0
+    failed: int = 0
+    urgent: int = 0
+    busy_seconds: float = 0.0
+    last_idle_at: float | None = None
+
+
+class TableLoader:
+    """Loads placeholder tables in the background. Thread-safe."""
+
+    def __init__(self, ops: Operations, *, pool_size: int = 4) -> None:
+        if pool_size < 1:
+            raise ValueError("pool_size must be at least 1")
+        self.ops = ops
+        self.stats = LoaderStats()
+        self._queue: queue.PriorityQueue[tuple[int, int, tuple[str, str]]] = queue.PriorityQueue()
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[str, str], Future[int]] = {}
+        self._running: set[tuple[str, str]] = set()
+        self._stop = threading.Event()
+        self._idle = threading.Condition(self._lock)
+        self._threads = [
+            threading.Thread(target=self._work, name=f"catalogd-loader-{i}", daemon=True)
+            for i in range(pool_size)
+        ]
+
+    def start(self) -> TableLoader:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        for _ in self._threads:
+            self._queue.put((-1, next(self._seq), ("", "")))
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def request(self, db: str, table: str, *, urgent: bool = False) -> Future[int]:
+        """Load ``db.table`` if it is a placeholder; the Future gives the version
+        at which it is published (loaded). Never blocks."""
+        key = (db.lower(), table.lower())
+        with self._lock:
+            future = self._pending.get(key)
+            if future is None:
+                future = Future()
+                self._pending[key] = future
+            elif key in self._running or not urgent:
+                return future
+            if urgent:
+                self.stats.urgent += 1
+        self._queue.put((URGENT if urgent else BACKGROUND, next(self._seq), key))
+        return future
+
+    def enqueue_unloaded(self, db: str | None = None) -> int:
+        """Queue every placeholder (of one database); returns how many."""
+        tables = self.ops.unloaded(db)
+        for d, t in tables:
+            self.request(d, t)
+        return len(tables)
+
+    @property
+    def queued(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until nothing is queued or loading; False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            _, _, key = self._queue.get()
+            if self._stop.is_set():
+                return
+            with self._lock:
+                future = self._pending.get(key)
+                if future is None or key in self._running:
+                    continue  # done already, or another worker has it
+                self._running.add(key)
+            started = time.monotonic()
+            try:
+                version = self.ops.load_table(*key, only_if_unloaded=True)
+            except CatalogError as exc:
+                self.stats.failed += 1
+                log.warning("loading %s.%s failed: %s", key[0], key[1], exc)
+                outcome: tuple[int | None, BaseException | None] = (None, exc)
+            except Exception as exc:  # noqa: BLE001 - a loader thread must survive
+                self.stats.failed += 1
+                log.exception("loading %s.%s failed", *key)
+                outcome = (None, exc)
+            else:
+                self.stats.loaded += 1
+                outcome = (version, None)
+            self.stats.busy_seconds += time.monotonic() - started
+            with self._lock:
+                self._running.discard(key)
+                self._pending.pop(key, None)
+                if not self._pending:
+                    self.stats.last_idle_at = time.monotonic()
+                    self._idle.notify_all()
+            if outcome[1] is not None:
+                future.set_exception(outcome[1])
+            else:
+                future.set_result(outcome[0])  # type: ignore[arg-type]

@@ -1,0 +1,247 @@
+"""Catalog operations that read HMS and publish the difference.
+
+:class:`Operations` is what the admin endpoint, the change detector and the
+lazy loader call. Each operation reads HMS in the calling thread (one
+metastore source per thread), encodes, then submits a :mod:`catalogd.plans`
+function to the server thread and returns the published version.
+
+Ordering between concurrent loads of one table is optimistic: every table has
+an *epoch*, touched only on the server thread. A load notes the epoch before
+reading HMS and commits only if it is unchanged; otherwise someone published
+newer metadata meanwhile and the load reads again (at most ``retries`` times).
+So a slow background load can never overwrite a newer refresh or invalidate.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from catalogd import loader, plans
+from catalogd.catalog import Catalog
+from catalogd.metastore import convert
+from catalogd.server import CatalogServer
+from subscriber import codec
+from subscriber.delta import Delta
+from subscriber.errors import BusyError, InvalidRequestError, NotFoundError
+from subscriber.keys import (
+    make_partition_name,
+    parse_partition_name,
+    partition_key,
+)
+
+log = logging.getLogger(__name__)
+
+SourceFactory = Callable[[], loader.MetastoreSource]
+
+
+class Operations:
+    """HMS-backed catalog operations. Thread-safe: call from any thread.
+
+    Args:
+        server: the running server that owns the catalog.
+        source_factory: makes a new metastore source; one is kept per thread.
+    """
+
+    def __init__(
+        self, server: CatalogServer, source_factory: SourceFactory, *, retries: int = 3
+    ) -> None:
+        self.server = server
+        self._factory = source_factory
+        self._local = threading.local()
+        self._sources: list[Any] = []
+        self._sources_lock = threading.Lock()
+        self._epochs: dict[tuple[str, str], int] = {}  # server thread only
+        self._retries = retries
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def source(self) -> loader.MetastoreSource:
+        """This thread's metastore source (made on first use)."""
+        source = getattr(self._local, "source", None)
+        if source is None:
+            source = self._factory()
+            self._local.source = source
+            with self._sources_lock:
+                self._sources.append(source)
+        return source
+
+    def close(self) -> None:
+        with self._sources_lock:
+            for source in self._sources:
+                close = getattr(source, "close", None)
+                if close is not None:
+                    close()
+            self._sources.clear()
+
+    def _run(self, fn: Callable[[Catalog], dict[str, bytes | None] | None]) -> Delta | None:
+        def apply(catalog: Catalog) -> Delta | None:
+            changes = fn(catalog)
+            return None if changes is None else catalog.commit(changes)
+
+        return self.server.submit(apply).result()
+
+    def version(self) -> int:
+        return self.server.submit(lambda c: c.version).result()
+
+    def _bump(self, keys: Sequence[tuple[str, str]]) -> None:  # server thread
+        for key in keys:
+            self._epochs[key] = self._epochs.get(key, 0) + 1
+
+    # -- names (startup and invalidate) ----------------------------------------------------
+
+    def load_names(self, db: str | None = None, *, reset: bool = False) -> int:
+        """Publish databases and table names (placeholders); returns the version.
+
+        With ``db`` only that database; ``reset`` turns loaded tables back into
+        placeholders (invalidate). Raises NotFoundError for an unknown ``db``.
+        """
+        source = self.source()
+        dbs = [db] if db is not None else source.database_names()
+        listed: list[tuple[str, bytes, list[str]]] = []
+        for name in dbs:
+            try:
+                database = source.get_database(name)
+                tables = source.table_names(name)
+            except NotFoundError:
+                if db is not None:
+                    self._run(lambda c, n=name: plans.remove_database(c, n))
+                    raise
+                continue  # dropped while listing
+            payload = codec.encode_object(convert.database_object(database))
+            listed.append((name.lower(), payload, tables))
+
+        def plan(catalog: Catalog) -> dict[str, bytes | None]:
+            changes: dict[str, bytes | None] = (
+                {} if db is not None else plans.databases(catalog, [d for d, _, _ in listed])
+            )
+            for name, payload, tables in listed:
+                before = plans.table_names_of(catalog, name)
+                changes.update(plans.database_names(catalog, name, payload, tables, reset=reset))
+                touched = (
+                    before | {t.lower() for t in tables}
+                    if reset
+                    else before ^ {t.lower() for t in tables}
+                )
+                self._bump([(name, t) for t in touched])
+            return changes
+
+        self._run(plan)
+        return self.version()
+
+    def unloaded(self, db: str | None = None) -> list[tuple[str, str]]:
+        return self.server.submit(lambda c: plans.unloaded_tables(c, db)).result()
+
+    def is_loaded(self, db: str, table: str) -> bool:
+        return self.server.submit(lambda c: not plans.is_placeholder(c, db, table)).result()
+
+    # -- tables ------------------------------------------------------------------------------
+
+    def load_table(self, db: str, table: str, *, only_if_unloaded: bool = False) -> int:
+        """Read one table (header and partitions) from HMS and publish the difference.
+
+        Returns the version at which the table's current state is published.
+        A table gone from HMS is removed and NotFoundError raised.
+        Raises BusyError when concurrent changes kept invalidating the read.
+        """
+        db, table = db.lower(), table.lower()
+        for _ in range(self._retries + 1):
+            if only_if_unloaded and self.is_loaded(db, table):
+                return self.version()
+            epoch = self._epochs.get((db, table), 0)
+            try:
+                objects, _ = loader.load_table(self.source(), db, table)
+            except NotFoundError:
+                self._commit_if(db, table, epoch, lambda c: plans.remove_table(c, db, table))
+                raise
+            payloads = convert.encode_all(objects)
+            if self._commit_if(
+                db, table, epoch, lambda c, p=payloads: plans.table(c, db, table, p)
+            ):
+                return self.version()
+        raise BusyError(f"table {db}.{table} kept changing while loading; try again")
+
+    def _commit_if(
+        self, db: str, table: str, epoch: int, fn: Callable[[Catalog], dict[str, bytes | None]]
+    ) -> bool:
+        def guarded(catalog: Catalog) -> Delta | None:
+            if self._epochs.get((db, table), 0) != epoch:
+                return None  # newer metadata was published meanwhile
+            self._epochs[(db, table)] = epoch + 1
+            return catalog.commit(fn(catalog))
+
+        return self.server.submit(guarded).result() is not None
+
+    def refresh_partitions(self, db: str, table: str, specs: Sequence[str]) -> int:
+        """Reload only the named partitions (``k=v/k2=v2`` each) of a loaded table.
+
+        Raises:
+            InvalidRequestError: a malformed spec, or one not naming exactly the
+                table's partition columns in order.
+            NotFoundError: the table does not exist.
+        """
+        db, table = db.lower(), table.lower()
+        if not self.is_loaded(db, table):
+            return self.load_table(db, table)  # nothing to refresh partially yet
+        tables = self.source().get_tables(db, [table])
+        if not tables:
+            self._run(lambda c: plans.remove_table(c, db, table))
+            raise NotFoundError(f"table {db}.{table} not found")
+        hms_table = tables[0]
+        columns = [k.name.lower() for k in hms_table.partitionKeys or []]
+        if not columns:
+            raise InvalidRequestError(f"table {db}.{table} is not partitioned")
+        names = [_canonical_partition(spec, columns, f"{db}.{table}") for spec in specs]
+        keys = [partition_key(db, table, n) for n in names]
+        for _ in range(self._retries + 1):
+            epoch = self._epochs.get((db, table), 0)
+            parts = list(self.source().partitions(db, table, names))
+            payloads = {}
+            for part in parts:
+                key, obj = convert.partition_object(hms_table, part)
+                payloads[key] = codec.encode_object(obj)
+            if self._commit_if(
+                db, table, epoch, lambda c, p=payloads: plans.partitions(c, keys, p)
+            ):
+                return self.version()
+        raise BusyError(f"table {db}.{table} kept changing while refreshing; try again")
+
+    def invalidate_table(self, db: str, table: str) -> int:
+        """Turn one table back into a placeholder (reloaded lazily).
+
+        A table HMS no longer has is removed from the catalog; NotFoundError
+        when neither HMS nor the catalog has it.
+        """
+        db, table = db.lower(), table.lower()
+        exists = bool(self.source().get_tables(db, [table]))
+
+        def plan(catalog: Catalog) -> dict[str, bytes | None]:
+            known = bool(catalog.table_keys(db, table))
+            self._bump([(db, table)])
+            changes: dict[str, bytes | None] = dict.fromkeys(catalog.table_keys(db, table))
+            if exists:
+                changes[f"TABLE:{db}.{table}"] = plans.placeholder(db, table)
+            elif not known:
+                raise NotFoundError(f"table {db}.{table} not found")
+            return changes
+
+        self._run(plan)
+        return self.version()
+
+
+def _canonical_partition(spec: str, columns: list[str], table: str) -> str:
+    expected = "/".join(f"{c}=VALUE" for c in columns)
+    try:
+        pairs = parse_partition_name(spec)
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(
+            f"malformed partition spec {spec!r} for {table}: expected {expected}"
+        ) from exc
+    if [c for c, _ in pairs] != columns:
+        raise InvalidRequestError(
+            f"partition spec {spec!r} does not match the partition columns of {table}: "
+            f"expected {expected}"
+        )
+    return make_partition_name(columns, [v for _, v in pairs])

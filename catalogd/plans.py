@@ -1,0 +1,115 @@
+"""Catalog change plans: what a reload, invalidate or refresh changes (pure).
+
+Each function reads the :class:`~catalogd.catalog.Catalog` and returns the
+changes (key -> payload, None removes) that bring one part of it in line with
+what HMS said. They run on the server thread inside
+:meth:`CatalogServer.submit`, so they see a consistent catalog and must be
+quick: the HMS calls and the encoding happen before, in the caller's thread.
+
+Tables whose metadata is not loaded yet are *placeholders*: a ``TABLE`` object
+of type ``UNLOADED_TABLE`` holding only the name. Placeholders are
+deterministic bytes, so "is this table loaded?" is a byte comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
+from catalogd.catalog import Catalog
+from catalogd.metastore import convert
+from subscriber import codec
+from subscriber.keys import database_key, object_type_of, table_key
+
+Changes = dict[str, bytes | None]
+
+
+@lru_cache(maxsize=65536)
+def placeholder(db: str, table: str) -> bytes:
+    """The encoded placeholder of a table whose metadata is not loaded."""
+    return codec.encode_object(convert.unloaded_table_object(db, table))
+
+
+def is_placeholder(catalog: Catalog, db: str, table: str) -> bool:
+    entry = catalog.get(table_key(db, table))
+    return entry is not None and entry.payload == placeholder(db, table)
+
+
+def table_names_of(catalog: Catalog, db: str) -> set[str]:
+    """Names of the tables and views the catalog holds in ``db``."""
+    names = set()
+    for key in catalog.keys_of_database(db.lower()):
+        if object_type_of(key) in ("TABLE", "VIEW"):
+            names.add(key.partition(".")[2])
+    return names
+
+
+def unloaded_tables(catalog: Catalog, db: str | None = None) -> list[tuple[str, str]]:
+    """(db, table) of every placeholder, optionally in one database."""
+    dbs = [db.lower()] if db is not None else sorted(_databases(catalog))
+    return [
+        (d, t)
+        for d in dbs
+        for t in sorted(table_names_of(catalog, d))
+        if is_placeholder(catalog, d, t)
+    ]
+
+
+def _databases(catalog: Catalog) -> set[str]:
+    return {k.partition(":")[2] for k in catalog.keys_with_prefix("DATABASE:")}
+
+
+def remove_table(catalog: Catalog, db: str, table: str) -> Changes:
+    return dict.fromkeys(catalog.table_keys(db, table))
+
+
+def remove_database(catalog: Catalog, db: str) -> Changes:
+    return dict.fromkeys(catalog.keys_of_database(db.lower()))
+
+
+def database_names(
+    catalog: Catalog,
+    db: str,
+    db_payload: bytes,
+    table_names: Iterable[str],
+    *,
+    reset: bool,
+) -> Changes:
+    """Make ``db`` hold exactly ``table_names``, by name.
+
+    New names become placeholders; names gone from HMS lose every key; with
+    ``reset`` (invalidate) every table becomes a placeholder again, so its
+    metadata is reloaded lazily. Loaded tables are otherwise kept as they are.
+    """
+    db = db.lower()
+    changes: Changes = {database_key(db): db_payload}
+    wanted = {t.lower() for t in table_names}
+    for name in table_names_of(catalog, db) - wanted:
+        changes.update(remove_table(catalog, db, name))
+    for name in sorted(wanted):
+        known = table_key(db, name) in catalog or table_key(db, name, view=True) in catalog
+        if reset or not known:
+            changes.update(dict.fromkeys(catalog.table_keys(db, name)))
+            changes[table_key(db, name)] = placeholder(db, name)
+    return changes
+
+
+def databases(catalog: Catalog, present: Iterable[str]) -> Changes:
+    """Remove every database not in ``present`` (with all its objects)."""
+    keep = {d.lower() for d in present}
+    changes: Changes = {}
+    for db in _databases(catalog) - keep:
+        changes.update(remove_database(catalog, db))
+    return changes
+
+
+def table(catalog: Catalog, db: str, name: str, payloads: Mapping[str, bytes]) -> Changes:
+    """Replace every key of one table with ``payloads`` (its header and partitions)."""
+    changes: Changes = dict.fromkeys(k for k in catalog.table_keys(db, name) if k not in payloads)
+    changes.update(payloads)
+    return changes
+
+
+def partitions(catalog: Catalog, keys: Iterable[str], payloads: Mapping[str, bytes]) -> Changes:
+    """Set the given partition keys: to their new payload, or removed when HMS lacks them."""
+    return {key: payloads.get(key) for key in keys if key in payloads or key in catalog}
