@@ -87,6 +87,7 @@ class SubscriberBarrier:
     ) -> None:
         self._reports = reports
         self._dead_after = dead_after_s
+        self._recent = max(60.0, 10 * dead_after_s)
         self._clock = clock
         self._sleep = sleep
 
@@ -97,13 +98,18 @@ class SubscriberBarrier:
     def wait(self, version: int, timeout_s: float) -> tuple[list[str], list[str]]:
         """Block until every live subscriber has applied ``version``.
 
-        Returns ``(confirmed, unconfirmed)`` client ids; unconfirmed ones went
-        silent during the wait or had not applied ``version`` by the timeout.
+        Returns ``(confirmed, unconfirmed)`` client ids. Unconfirmed are those
+        that had not applied ``version`` by the timeout, went silent during the
+        wait, or had gone silent within the last minute (a crashed driver);
+        subscribers that said goodbye are forgotten at once.
         """
         deadline = self._clock() + timeout_s
+        now = self._clock()
+        recent = {c for c, (_, seen) in self._reports().items() if now - seen <= self._recent}
         waiting = set(self.live())
         confirmed: list[str] = []
-        dropped: list[str] = []
+        # Went silent shortly before the command: not waited for, but named.
+        dropped: list[str] = sorted(recent - waiting)
         while True:
             now = self._clock()
             reports = self._reports()

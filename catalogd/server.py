@@ -348,7 +348,9 @@ class CatalogServer:
             return svc.TResponse(request_id=rid, status=_OK())
         if request.report is not None:
             report = request.report
-            if report.service_id == self.service_id:  # not a leftover from before a restart
+            if report.applied_version < 0:  # goodbye: a subscriber closed cleanly
+                self.stats.subscribers.pop(report.client_id, None)
+            elif report.service_id == self.service_id:  # not from before a restart
                 self.stats.subscribers[report.client_id] = (
                     report.applied_version,
                     self._clock(),

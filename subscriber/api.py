@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import idl
 from subscriber import codec
 from subscriber.cache import CacheView, ChangeEvent
 from subscriber.client import SubscriberTransport, TransportConfig, TransportStats
@@ -51,6 +52,8 @@ Listener = Callable[[ChangeEvent], None]
 PartitionSpec = Mapping[str, str] | str | None
 
 _MEMO_LIMIT = 200_000
+svc = idl.catalog_service
+_UNLOADED = idl.catalog_objects.TTableType.UNLOADED_TABLE
 
 
 class CatalogSubscriber:
@@ -238,15 +241,37 @@ class CatalogSubscriber:
                 names.append(key.partition(".")[2])
         return sorted(names)
 
-    def get_table(self, name: str) -> Any:
+    def get_table(self, name: str, *, load: bool = False, timeout: float = 60.0) -> Any:
         """The ``TTable`` for ``"db.table"`` (a view too). Partitions are separate:
         see :meth:`list_partitions`.
+
+        While catalogd has not loaded a table yet, its ``table_type`` is
+        ``UNLOADED_TABLE`` and only the name is known. With ``load=True`` such a
+        table is loaded first: catalogd is asked for a priority load and this
+        call blocks (up to ``timeout`` seconds) until the loaded table arrives.
 
         Raises:
             InvalidRequestError: ``name`` is not of the form DB.TABLE.
             NotFoundError: no such table or view in the cache.
+            CatalogTimeoutError: ``load`` and the table did not arrive in time.
         """
-        return self._decode(self._table_entry(TableName.parse(name))).table
+        table_name = TableName.parse(name)
+        table = self._decode(self._table_entry(table_name)).table
+        if not load or table.table_type != _UNLOADED:
+            return table
+        request = svc.TRequest(
+            load_table=svc.TLoadTableRequest(db_name=table_name.db, tbl_name=table_name.table)
+        )
+        self._transport.send_request(request)
+
+        def loaded() -> bool:
+            try:
+                return self._decode(self._table_entry(table_name)).table.table_type != _UNLOADED
+            except NotFoundError:
+                return True  # dropped meanwhile: the next read says so
+
+        self._wait(loaded, timeout, f"table {table_name} to load")
+        return self._decode(self._table_entry(table_name)).table
 
     def _table_entry(self, name: TableName) -> Entry:
         view = self._view()

@@ -125,6 +125,19 @@ class SubscriberTransport:
                 log.exception("subscriber transport failed; reconnecting")
                 self._stop.wait(0.5)
 
+    def _goodbye(self, dealer: zmq.Socket) -> None:
+        """Tell catalogd we are gone, so admin barriers stop counting on us."""
+        goodbye = svc.TRequest(
+            report=svc.TSubscriberReport(
+                client_id=self.config.client_id,
+                service_id=self.machine.cache.view.service_id,
+                applied_version=-1,
+            )
+        )
+        with contextlib.suppress(zmq.ZMQError):
+            dealer.send(codec.pack(goodbye), zmq.NOBLOCK)
+            dealer.close(linger=200)  # give the goodbye a moment to leave
+
     def _session(self) -> None:
         """One connection: handshake, subscribe, serve until reconnect or stop."""
         dealer = self._context.socket(zmq.DEALER)
@@ -146,6 +159,8 @@ class SubscriberTransport:
             self._dealer = dealer
             self._handle(self.machine.on_connected(time.monotonic()))
             self._serve(dealer, sub)
+            if self._stop.is_set():
+                self._goodbye(dealer)
         finally:
             self._dealer = None
             dealer.close(linger=0)

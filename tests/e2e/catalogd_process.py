@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 READY = re.compile(r"initial catalog published: version (\d+).*service id (\w+)")
+LOADED = "background load done"
 
 
 def free_port() -> int:
@@ -35,6 +36,8 @@ class CatalogdProcess:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.endpoint = f"tcp://127.0.0.1:{self.port}"
+        self.admin_port = free_port()
+        self.admin_endpoint = f"tcp://127.0.0.1:{self.admin_port}"
         self.extra = extra or []
         self.log_path = data_dir / "catalogd.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -60,6 +63,8 @@ class CatalogdProcess:
             str(self.data_dir),
             "--heartbeat-interval",
             "0.2",
+            "--admin-bind",
+            self.admin_endpoint,
             *self.extra,
         ]
         self.proc = subprocess.Popen(
@@ -80,6 +85,14 @@ class CatalogdProcess:
             time.sleep(0.05)
         self.kill()
         raise AssertionError(f"catalogd not ready in {timeout}s:\n{self.log_tail()}")
+
+    def wait_loaded(self, timeout: float = 60.0) -> None:
+        """Block until the background load of every table is done."""
+        deadline = time.monotonic() + timeout
+        while LOADED not in self.log_path.read_text(errors="replace"):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"tables not loaded in {timeout}s:\n{self.log_tail()}")
+            time.sleep(0.05)
 
     def log_tail(self, chars: int = 3000) -> str:
         return self.log_path.read_bytes()[-chars:].decode(errors="replace")
