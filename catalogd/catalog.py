@@ -84,6 +84,8 @@ class Catalog:
         self._by_database: dict[str, set[str]] = {}
         # "db.table" -> live partition keys, so a table refresh needs no scan.
         self._partitions: dict[str, set[str]] = {}
+        # object type (key prefix) -> live count, for status and metrics.
+        self._counts: dict[str, int] = {}
         self._live = 0
 
     # -- reading -----------------------------------------------------------------
@@ -114,6 +116,10 @@ class Catalog:
     def keys_of_database(self, db: str) -> frozenset[str]:
         """Live keys that belong to database ``db`` (``""`` for global objects)."""
         return frozenset(self._by_database.get(db, ()))
+
+    def counts_by_type(self) -> dict[str, int]:
+        """Live objects per type (``TABLE``, ``HDFS_PARTITION``, ...)."""
+        return {kind: n for kind, n in self._counts.items() if n}
 
     def partition_keys(self, db: str, table: str) -> frozenset[str]:
         """Live ``HDFS_PARTITION`` keys of table ``db.table``."""
@@ -203,6 +209,7 @@ class Catalog:
             self._tombstones.move_to_end(key)
             if was_live:
                 self._live -= 1
+                self._counts[key.partition(":")[0]] -= 1
                 _discard(self._by_database, db, key)
                 if key.startswith(_PARTITION):
                     _discard(self._partitions, _table_of_partition(key), key)
@@ -210,6 +217,8 @@ class Catalog:
             self._tombstones.pop(key, None)
             if not was_live:
                 self._live += 1
+                kind = key.partition(":")[0]
+                self._counts[kind] = self._counts.get(kind, 0) + 1
                 self._by_database.setdefault(db, set()).add(key)
                 if key.startswith(_PARTITION):
                     self._partitions.setdefault(_table_of_partition(key), set()).add(key)

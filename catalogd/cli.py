@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -16,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from catalogd.admin import DEFAULT_ADMIN_PORT
-from catalogd.server import DEFAULT_PORT, ServerConfig
 from subscriber.errors import (
     CatalogError,
     InvalidRequestError,
@@ -38,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--log-level", default=None, help="DEBUG, INFO, WARNING, ERROR (default INFO)"
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     dump = commands.add_parser(
@@ -55,55 +55,20 @@ def _parser() -> argparse.ArgumentParser:
         "serve",
         help="load the catalog and publish it to subscribers",
         description="Load the catalog from HMS and serve it over ZeroMQ: subscribers "
-        "connect to --bind and learn the publisher address in the handshake.",
+        "connect to --bind and learn the publisher address in the handshake. Settings "
+        "come from built-in defaults < the TOML file < CATALOGD_* environment variables "
+        "< these flags (see `catalogd config show`).",
     )
-    serve.add_argument("--hms", metavar="thrift://HOST:PORT", help="Hive Metastore address")
-    serve.add_argument(
-        "--bind",
-        default=f"tcp://127.0.0.1:{DEFAULT_PORT}",
-        metavar="tcp://HOST:PORT",
-        help="address subscribers connect to (default %(default)s)",
-    )
-    serve.add_argument(
-        "--pub-bind",
-        metavar="tcp://HOST:PORT",
-        help="publisher address (default: the --bind host, next port; PORT may be *)",
-    )
-    serve.add_argument(
-        "--advertise-host", help="host name subscribers should use for the publisher"
-    )
-    serve.add_argument("--data-dir", type=Path, default=Path("data"), help="default ./data")
-    serve.add_argument(
-        "--heartbeat-interval", type=float, default=1.0, metavar="SECONDS", help="default 1"
-    )
+    _config_flags(serve)
     serve.add_argument(
         "--demo", action="store_true", help="create a small demo warehouse in HMS first"
     )
-    serve.add_argument(
-        "--admin-bind",
-        default=f"tcp://127.0.0.1:{DEFAULT_ADMIN_PORT}",
-        metavar="tcp://HOST:PORT",
-        help="admin endpoint (default %(default)s)",
+    config = commands.add_parser("config", help="show the effective configuration")
+    config_commands = config.add_subparsers(dest="config_command", required=True, metavar="CMD")
+    show = config_commands.add_parser(
+        "show", help="print every setting and where its value came from"
     )
-    serve.add_argument(
-        "--loader-pool-size", type=int, default=4, help="background table loaders (default 4)"
-    )
-    serve.add_argument(
-        "--change-detection",
-        choices=("auto", "events", "poll", "off"),
-        default="auto",
-        help="HMS notification events when the HMS logs them (auto), or polling",
-    )
-    serve.add_argument(
-        "--poll-interval", type=float, default=5.0, metavar="SECONDS", help="default 5"
-    )
-    serve.add_argument(
-        "--poll-max-calls-per-s",
-        type=float,
-        default=100.0,
-        metavar="N",
-        help="cap on HMS calls that polling makes per second (default 100)",
-    )
+    _config_flags(show)
     _admin_parser(commands)
     return parser
 
@@ -151,14 +116,43 @@ def _admin_parser(commands: Any) -> None:
         )
 
 
+def _config_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per configuration key (catalogd.config.KEYS), all defaulting to unset."""
+    from catalogd.config import KEYS
+
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML configuration file (default /etc/catalogd/catalogd.toml when present)",
+    )
+    for key in KEYS:
+        if key.flag == "--log-level":
+            continue  # a global option, see catalogd --help
+        parser.add_argument(
+            key.flag,
+            dest=key.name,
+            default=None,
+            metavar="VALUE",
+            help=f"{key.name}: {key.expected}",
+        )
+
+
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    from catalogd.config import KEYS
+
+    flags = {key.name: getattr(args, key.name, None) for key in KEYS}
+    flags["log.level"] = args.log_level
+    return flags
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    from catalogd import logs
+
+    logs.configure((args.log_level or "INFO").upper(), "text")
     try:
+        if args.command == "config":
+            return _config_show(args)
         if args.command == "dump":
             return _dump(args)
         if args.command == "serve":
@@ -191,7 +185,7 @@ def _dump(args: argparse.Namespace) -> int:
     from subscriber.keys import object_type_of
 
     with ExitStack() as stack:
-        uri = open_metastore(stack, args.hms, args.data_dir)
+        uri = open_metastore(stack, (args.hms,) if args.hms else (), args.data_dir)
         client = stack.enter_context(MetastoreClient(uri))
         objects, stats = loader.load_catalog(loader.ThriftSource(client))
     catalog = Catalog()
@@ -221,25 +215,34 @@ def _dump(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from catalogd.daemon import ServeOptions, serve
+    import os
 
-    options = ServeOptions(
-        hms_uri=args.hms,
-        data_dir=args.data_dir,
-        server=ServerConfig(
-            bind=args.bind,
-            pub_bind=args.pub_bind,
-            advertise_host=args.advertise_host,
-            heartbeat_interval_s=args.heartbeat_interval,
-        ),
-        demo=args.demo,
-        admin_bind=args.admin_bind,
-        loader_pool_size=args.loader_pool_size,
-        change_detection=args.change_detection,
-        poll_interval_s=args.poll_interval,
-        poll_max_calls_per_s=args.poll_max_calls_per_s,
+    from catalogd import logs
+    from catalogd.config import load_config
+    from catalogd.daemon import config_loader, serve
+
+    flags = _flags(args)
+    config, _ = load_config(args.config, os.environ, flags)
+    # Under journald, the journal adds its own timestamps.
+    logs.configure(
+        config.log.level, config.log.format, timestamps="JOURNAL_STREAM" not in os.environ
     )
-    return serve(options)
+    return serve(
+        config,
+        environ=os.environ,
+        reload_config=config_loader(args.config, os.environ, flags),
+        demo=args.demo,
+    )
+
+
+def _config_show(args: argparse.Namespace) -> int:
+    import os
+
+    from catalogd.config import load_config, render
+
+    config, sources = load_config(args.config, os.environ, _flags(args))
+    sys.stdout.write(render(config, sources))
+    return EXIT_OK
 
 
 _STATUS_EXIT = {

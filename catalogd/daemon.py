@@ -1,8 +1,13 @@
 """``catalogd serve``: load the catalog from HMS and publish it until told to stop.
 
-A boring daemon: no self-daemonizing, no pidfile, logs to stderr. Signal
-handlers only set a flag; the main thread does the work. With no HMS address
-it starts the embedded HMS (Derby, from the pyspark jars) in its data directory.
+A boring daemon (STYLE.md habit 14): no self-daemonizing, no pidfile, logs to
+stderr for journald. Signal handlers only set flags; the main thread runs a
+small supervision loop that pings the systemd watchdog, updates ``STATUS=`` and
+the metrics, and applies a reload (SIGHUP) or a graceful stop (SIGTERM).
+
+Start-up order: (embedded HMS) → names of every database and table, committed
+before any socket is bound (so the first snapshot is never empty) → sockets →
+``READY=1`` → background table loads, admin endpoint, change detection.
 """
 
 from __future__ import annotations
@@ -11,109 +16,169 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from catalogd.admin import DEFAULT_ADMIN_PORT, AdminServer, SubscriberBarrier
+from catalogd import logs, plans
+from catalogd.admin import AdminServer, SubscriberBarrier
 from catalogd.commands import RuntimeInfo, handlers
+from catalogd.config import Config, ConfigError, diff, load_config
 from catalogd.detector import ChangeDetector
 from catalogd.lazy import TableLoader
 from catalogd.loader import ThriftSource
 from catalogd.metastore.client import MetastoreClient
+from catalogd.metrics import Metrics
+from catalogd.notify import Notifier
 from catalogd.operations import Operations
 from catalogd.server import CatalogServer, ServerConfig
 from subscriber.errors import CatalogError
 
 log = logging.getLogger("catalogd")
 
-
-@dataclass(frozen=True)
-class ServeOptions:
-    hms_uri: str | None
-    data_dir: Path
-    server: ServerConfig = field(default_factory=ServerConfig)
-    admin_bind: str = f"tcp://127.0.0.1:{DEFAULT_ADMIN_PORT}"
-    demo: bool = False
-    hms_timeout_s: float = 60.0
-    loader_pool_size: int = 4
-    change_detection: str = "auto"
-    poll_interval_s: float = 5.0
-    poll_max_calls_per_s: float = 100.0
-    sync_dead_after_s: float | None = None  # default: 3 heartbeats + 1 s
+STOP_TIMEOUT_S = 20.0
 
 
-def open_metastore(stack: ExitStack, hms_uri: str | None, data_dir: Path) -> str:
-    """The HMS address to use: the given one, or an embedded HMS started in ``data_dir``."""
-    if hms_uri:
-        return hms_uri
+def open_metastore(stack: ExitStack, uris: tuple[str, ...], data_dir: Path) -> str:
+    """The HMS address to use: the first configured one, or an embedded HMS in ``data_dir``."""
+    if uris:
+        return uris[0]
     from catalogd.metastore.embedded import EmbeddedMetastore
 
-    log.info("no --hms given: starting the embedded Hive Metastore in %s", data_dir / "hms")
+    log.info("no HMS configured: starting the embedded Hive Metastore in %s", data_dir / "hms")
     metastore = stack.enter_context(EmbeddedMetastore(data_dir / "hms"))
     log.info("embedded Hive Metastore listening at %s", metastore.uri)
     return metastore.uri
 
 
-def serve(
-    options: ServeOptions,
-    *,
-    stop: threading.Event | None = None,
-    on_ready: Callable[[CatalogServer], None] | None = None,
-) -> int:
-    """Run until SIGTERM/SIGINT (or ``stop`` is set). Returns the exit code."""
-    stop = stop or threading.Event()
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
-    options.data_dir.mkdir(parents=True, exist_ok=True)
-    with ExitStack() as stack:
-        uri = open_metastore(stack, options.hms_uri, options.data_dir)
-        if options.demo:
-            from catalogd.metastore.demo import create_demo_warehouse
+class _InstrumentedClient(MetastoreClient):
+    """A MetastoreClient that times every HMS call into the metrics."""
 
-            with MetastoreClient(uri, timeout_s=options.hms_timeout_s) as client:
-                warehouse = (options.data_dir / "warehouse").resolve().as_uri()
-                if create_demo_warehouse(client, warehouse):
-                    log.info("created the demo warehouse (database 'demo')")
+    def __init__(self, uri: str, metrics: Metrics, **kwargs: Any) -> None:
+        super().__init__(uri, **kwargs)
+        self._metrics = metrics
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        try:
+            result = super().call(method, *args, **kwargs)
+        except CatalogError as exc:
+            self._metrics.observe_hms_call(method, time.monotonic() - started, type(exc).__name__)
+            raise
+        self._metrics.observe_hms_call(method, time.monotonic() - started)
+        return result
+
+
+class Signals:
+    """Flags set by signal handlers (and nothing else happens in a handler)."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.reload = threading.Event()
+        self.wake = threading.Event()
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        signal.signal(signal.SIGTERM, self._on_stop)
+        signal.signal(signal.SIGINT, self._on_stop)
+        signal.signal(signal.SIGHUP, self._on_reload)
+
+    def _on_stop(self, *_: object) -> None:
+        self.stop.set()
+        self.wake.set()
+
+    def _on_reload(self, *_: object) -> None:
+        self.reload.set()
+        self.wake.set()
+
+
+def serve(
+    config: Config,
+    *,
+    environ: Mapping[str, str],
+    reload_config: Callable[[], Config] | None = None,
+    demo: bool = False,
+    signals: Signals | None = None,
+) -> int:
+    """Run until SIGTERM/SIGINT (or ``signals.stop``). Returns the exit code.
+
+    Args:
+        config: the resolved configuration.
+        environ: the process environment, for the systemd notify protocol only.
+        reload_config: re-reads the configuration on SIGHUP (None: reload off).
+        demo: create a small demo warehouse in HMS first.
+    """
+    signals = signals or Signals()
+    signals.install()
+    notifier = Notifier(environ)
+    metrics = Metrics()
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        stack.callback(notifier.close)
+        if config.metrics.bind:
+            port = metrics.start_http(config.metrics.bind)
+            stack.callback(metrics.close)
+            log.info(
+                "metrics at http://%s:%d/metrics", config.metrics.bind.rpartition(":")[0], port
+            )
+        uri = open_metastore(stack, config.hms.uris, config.data_dir)
+        if demo:
+            _create_demo(uri, config)
         loader_ref: list[TableLoader] = []
         server = CatalogServer(
-            options.server,
-            on_load_request=lambda db, table: (
-                loader_ref[0].request(db, table, urgent=True) if loader_ref else None
+            ServerConfig(
+                bind=config.server.bind,
+                pub_bind=config.server.pub_bind,
+                advertise_host=config.server.advertise_host,
+                heartbeat_interval_s=config.server.heartbeat_interval_s,
             ),
+            on_load_request=lambda db, table: _priority_load(loader_ref, db, table),
         )
 
         def source() -> ThriftSource:
-            return ThriftSource(MetastoreClient(uri, timeout_s=options.hms_timeout_s))
+            client = _InstrumentedClient(
+                uri, metrics, timeout_s=config.hms.timeout_s, retries=config.hms.retries
+            )
+            return ThriftSource(client)
 
         ops = Operations(server, source)
         stack.callback(ops.close)
         # Read the event id before loading, so no event after it can be missed.
-        start_event = _current_event_id(ops) if options.change_detection != "off" else 0
+        start_event = _current_event_id(ops) if config.detector.mode != "off" else 0
         started = time.monotonic()
         version = ops.load_names()  # before start(): the first snapshot has the names
         info = RuntimeInfo(hms_address=uri, names_published_s=time.monotonic() - started)
+        metrics.observe_load("names", info.names_published_s)
         server.start()
         stack.callback(server.close)
-        table_loader = TableLoader(ops, pool_size=options.loader_pool_size).start()
+        table_loader = TableLoader(
+            ops,
+            pool_size=config.loader.pool_size,
+            on_loaded=lambda seconds: metrics.observe_load("table", seconds),
+        ).start()
         loader_ref.append(table_loader)
         stack.callback(table_loader.close)
         queued = table_loader.enqueue_unloaded()
-        dead_after = options.sync_dead_after_s or 3 * options.server.heartbeat_interval_s + 1.0
+        dead_after = 3 * config.server.heartbeat_interval_s + 1.0
         barrier = SubscriberBarrier(lambda: dict(server.stats.subscribers), dead_after_s=dead_after)
         admin = AdminServer(
-            options.admin_bind, handlers(server, ops, table_loader, info, barrier.live), barrier
+            config.server.admin_bind,
+            handlers(server, ops, table_loader, info, barrier.live),
+            barrier,
+            on_done=lambda request, response, seconds: _admin_done(
+                metrics, request, response, seconds
+            ),
         ).start()
         stack.callback(admin.close)
         detector = ChangeDetector(
             ops,
             table_loader,
             info,
-            interval_s=options.poll_interval_s,
-            mode=options.change_detection,
-            max_calls_per_s=options.poll_max_calls_per_s,
+            interval_s=config.detector.poll_interval_s,
+            mode=config.detector.mode,
+            max_calls_per_s=config.detector.poll_max_calls_per_s,
             start_event_id=start_event,
         ).start()
         stack.callback(detector.close)
@@ -128,18 +193,162 @@ def serve(
             admin.endpoint,
             server.service_id,
         )
-        threading.Thread(
-            target=_report_loaded,
-            args=(table_loader, info, started, stop),
-            name="catalogd-load-watch",
-            daemon=True,
-        ).start()
-        if on_ready is not None:
-            on_ready(server)
-        stop.wait()
-        log.info("stopping")
+        notifier.ready(_status_line(server, table_loader))
+        _supervise(
+            config,
+            server,
+            table_loader,
+            detector,
+            info,
+            metrics,
+            notifier,
+            signals,
+            reload_config,
+            started,
+        )
+        log.info("stopping: no new admin commands; closing sockets after a last heartbeat")
+        notifier.stopping("stopping")
         admin.stop_accepting()
+    log.info("stopped")
     return 0
+
+
+def _supervise(
+    config: Config,
+    server: CatalogServer,
+    loader: TableLoader,
+    detector: ChangeDetector,
+    info: RuntimeInfo,
+    metrics: Metrics,
+    notifier: Notifier,
+    signals: Signals,
+    reload_config: Callable[[], Config] | None,
+    started: float,
+) -> None:
+    """The main loop: watchdog, status, metrics, reload; returns on stop."""
+    watchdog = notifier.watchdog_interval_s()
+    tick = min(1.0, watchdog) if watchdog else 1.0
+    while not signals.stop.is_set():
+        signals.wake.wait(tick)
+        signals.wake.clear()
+        if signals.stop.is_set():
+            return
+        notifier.watchdog()  # proves this loop is alive, not just a thread
+        if info.all_loaded_s is None and not loader.queued:
+            info.all_loaded_s = time.monotonic() - started
+            log.info(
+                "background load done: %d tables loaded, %d failed, in %.2fs",
+                loader.stats.loaded,
+                loader.stats.failed,
+                info.all_loaded_s,
+            )
+        shape = server.submit(_shape).result()
+        metrics.set_catalog(**shape)
+        metrics.update_from(server.stats, version=shape["version"], now=time.time())
+        notifier.status(_status_line(server, loader, shape))
+        if signals.reload.is_set():
+            signals.reload.clear()
+            config = _reload(config, server, detector, notifier, reload_config)
+
+
+def _shape(catalog: Any) -> dict[str, Any]:
+    counts = catalog.counts_by_type()
+    unloaded = len(plans.unloaded_tables(catalog))
+    tables = counts.get("TABLE", 0) + counts.get("VIEW", 0)
+    return {
+        "version": catalog.version,
+        "objects_by_type": counts,
+        "tables_loaded": tables - unloaded,
+        "tables_not_loaded": unloaded,
+        "delta_log_floor": catalog.floor,
+    }
+
+
+def _status_line(
+    server: CatalogServer, loader: TableLoader, shape: dict[str, Any] | None = None
+) -> str:
+    shape = shape or server.submit(_shape).result()
+    counts = shape["objects_by_type"]
+    return (
+        f"version {shape['version']}: {counts.get('DATABASE', 0)} databases, "
+        f"{shape['tables_loaded']} tables loaded, {shape['tables_not_loaded']} to load, "
+        f"{counts.get('HDFS_PARTITION', 0)} partitions, "
+        f"{len(server.stats.subscribers)} subscribers"
+    )
+
+
+def _reload(
+    config: Config,
+    server: CatalogServer,
+    detector: ChangeDetector,
+    notifier: Notifier,
+    reload_config: Callable[[], Config] | None,
+) -> Config:
+    """SIGHUP: re-read the configuration and apply what can change live."""
+    notifier.reloading("reloading configuration")
+    try:
+        if reload_config is None:
+            log.warning("reload requested, but this catalogd was started without reload support")
+            return config
+        try:
+            new = reload_config()
+        except ConfigError as exc:
+            log.error("reload: the configuration no longer validates, keeping the old one: %s", exc)
+            return config
+        changes = diff(config, new)
+        if new.log != config.log:
+            logs.configure(new.log.level, new.log.format)
+        if new.server.heartbeat_interval_s != config.server.heartbeat_interval_s:
+            server.set_heartbeat_interval(new.server.heartbeat_interval_s)
+        detector.interval_s = new.detector.poll_interval_s
+        log.info(
+            "reloaded configuration: applied %s; needs a restart: %s",
+            ", ".join(changes.live) or "nothing",
+            ", ".join(changes.restart) or "nothing",
+        )
+        # Keys that need a restart keep their running values.
+        return _merge_live(config, new, changes.live)
+    finally:
+        notifier.ready()
+
+
+def _merge_live(old: Config, new: Config, live: tuple[str, ...]) -> Config:
+    import dataclasses
+
+    result = old
+    for key in live:
+        section, _, field_name = key.partition(".")
+        if not field_name:
+            continue
+        part = dataclasses.replace(
+            getattr(result, section), **{field_name: getattr(getattr(new, section), field_name)}
+        )
+        result = dataclasses.replace(result, **{section: part})
+    return result
+
+
+def _admin_done(metrics: Metrics, request: Any, response: Any, seconds: float) -> None:
+    import idl
+
+    svc = idl.catalog_service
+    command = svc.TAdminCommand._VALUES_TO_NAMES.get(request.command, str(request.command)).lower()
+    outcome = svc.TStatusCode._VALUES_TO_NAMES.get(response.status.code, "?").lower()
+    metrics.count_admin(command, outcome)
+    target = ".".join(p for p in (request.db_name, request.tbl_name) if p) or "*"
+    log.info(
+        "admin %s %s by %s: %s%s in %.3fs",
+        command,
+        target,
+        request.requester or "unknown",
+        outcome,
+        f" at version {response.version}" if response.version is not None else "",
+        seconds,
+    )
+
+
+def _priority_load(loader_ref: list[TableLoader], db: str, table: str) -> None:
+    if loader_ref:
+        loader_ref[0].request(db, table, urgent=True)
 
 
 def _current_event_id(ops: Operations) -> int:
@@ -150,16 +359,17 @@ def _current_event_id(ops: Operations) -> int:
         return 0
 
 
-def _report_loaded(
-    loader: TableLoader, info: RuntimeInfo, started: float, stop: threading.Event
-) -> None:
-    while not stop.is_set():
-        if loader.wait_idle(1.0):
-            info.all_loaded_s = time.monotonic() - started
-            log.info(
-                "background load done: %d tables loaded, %d failed, in %.2fs",
-                loader.stats.loaded,
-                loader.stats.failed,
-                info.all_loaded_s,
-            )
-            return
+def _create_demo(uri: str, config: Config) -> None:
+    from catalogd.metastore.demo import create_demo_warehouse
+
+    with MetastoreClient(uri, timeout_s=config.hms.timeout_s) as client:
+        warehouse = (config.data_dir / "warehouse").resolve().as_uri()
+        if create_demo_warehouse(client, warehouse):
+            log.info("created the demo warehouse (database 'demo')")
+
+
+def config_loader(
+    path: str | None, environ: Mapping[str, str], flags: Mapping[str, Any]
+) -> Callable[[], Config]:
+    """A function that (re)reads the configuration from the same sources."""
+    return lambda: load_config(path, environ, flags)[0]

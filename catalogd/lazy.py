@@ -14,6 +14,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -37,11 +38,18 @@ class LoaderStats:
 class TableLoader:
     """Loads placeholder tables in the background. Thread-safe."""
 
-    def __init__(self, ops: Operations, *, pool_size: int = 4) -> None:
+    def __init__(
+        self,
+        ops: Operations,
+        *,
+        pool_size: int = 4,
+        on_loaded: Callable[[float], None] | None = None,
+    ) -> None:
         if pool_size < 1:
             raise ValueError("pool_size must be at least 1")
         self.ops = ops
         self.stats = LoaderStats()
+        self._on_loaded = on_loaded
         self._queue: queue.PriorityQueue[tuple[int, int, tuple[str, str]]] = queue.PriorityQueue()
         self._seq = itertools.count()
         self._lock = threading.Lock()
@@ -129,7 +137,10 @@ class TableLoader:
             else:
                 self.stats.loaded += 1
                 outcome = (version, None)
-            self.stats.busy_seconds += time.monotonic() - started
+            elapsed = time.monotonic() - started
+            self.stats.busy_seconds += elapsed
+            if self._on_loaded is not None and outcome[1] is None:
+                self._on_loaded(elapsed)
             with self._lock:
                 self._running.discard(key)
                 self._pending.pop(key, None)

@@ -130,6 +130,7 @@ class CatalogServer:
         self._startup_error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="catalogd-server", daemon=True)
         self._jobs: list[_SnapshotJob] = []
+        self._heartbeat_interval = config.heartbeat_interval_s
         self._early_heartbeat = False
 
     # -- lifecycle --------------------------------------------------------------------
@@ -203,6 +204,13 @@ class CatalogServer:
         """Commit ``changes`` before :meth:`start` (see :meth:`submit`)."""
         return self.commit(changes).result()
 
+    def set_heartbeat_interval(self, seconds: float) -> None:
+        """Change the heartbeat interval while running (a live config reload)."""
+        if seconds <= 0:
+            raise ValueError("the heartbeat interval must be positive")
+        self._heartbeat_interval = seconds
+        self._ring()
+
     def commit(self, changes: Any) -> Future[Delta]:
         """Commit ``changes`` (key -> payload or None) and publish the delta."""
         return self.submit(lambda catalog: catalog.commit(changes))
@@ -245,7 +253,7 @@ class CatalogServer:
                     self._heartbeat(pub)
                     self._early_heartbeat = False
                     last_beat = time.monotonic()
-                    next_beat = last_beat + self.config.heartbeat_interval_s
+                    next_beat = last_beat + self._heartbeat_interval
             self._drain_work(pub)
             self._heartbeat(pub)  # the final word: subscribers see our last version
         finally:
@@ -300,7 +308,7 @@ class CatalogServer:
         topic, body = wire.heartbeat_message(
             self.service_id,
             self._catalog.version,
-            self.config.heartbeat_interval_s,
+            self._heartbeat_interval,
             int(self._clock() * 1000),
         )
         pub.send_multipart([topic, body])
@@ -363,7 +371,7 @@ class CatalogServer:
             service_id=self.service_id,
             pub_endpoint=self._advertised_pub(),
             version=self._catalog.version,
-            heartbeat_interval_ms=int(self.config.heartbeat_interval_s * 1000),
+            heartbeat_interval_ms=int(self._heartbeat_interval * 1000),
             oldest_catch_up_version=self._catalog.floor,
             protocol_version=svc.PROTOCOL_VERSION,
         )

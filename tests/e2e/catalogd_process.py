@@ -31,6 +31,7 @@ class CatalogdProcess:
         *,
         port: int | None = None,
         extra: list[str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.hms_uri = hms_uri
         self.data_dir = data_dir
@@ -39,6 +40,7 @@ class CatalogdProcess:
         self.admin_port = free_port()
         self.admin_endpoint = f"tcp://127.0.0.1:{self.admin_port}"
         self.extra = extra or []
+        self.env = {**os.environ, **(env or {})}
         self.log_path = data_dir / "catalogd.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.version = 0
@@ -68,7 +70,7 @@ class CatalogdProcess:
             *self.extra,
         ]
         self.proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env
         )
         log.close()
         deadline = time.monotonic() + timeout

@@ -173,6 +173,8 @@ def test_snapshot_equals_live_state_and_versions_are_monotonic(ops: list) -> Non
     assert snap.version == cat.version
     assert {e.key: e.payload for e in snap.entries} == history[-1][1]
     assert len(cat) == len(snap.entries)
+    kinds = [e.key.split(":")[0] for e in snap.entries]
+    assert cat.counts_by_type() == {k: kinds.count(k) for k in set(kinds)}
     for table in ("a.t1",):
         assert cat.partition_keys("a", "t1") == {
             e.key for e in snap.entries if e.key.startswith(f"HDFS_PARTITION:{table}:")

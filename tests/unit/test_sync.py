@@ -79,10 +79,9 @@ class World:
                 step = self.machine.on_snapshot(self.service, snap.version, entries, self.now)
             else:
                 try:
+                    wanted = self.machine.databases
                     delta = self.catalog.delta_since(version).filtered(
-                        {database_of(e.key) for e in self.catalog.live_entries()} | {GLOBAL}
-                        if self.machine.databases is None
-                        else self.machine.databases | {GLOBAL}
+                        None if wanted is None else wanted | {GLOBAL}
                     )
                     step = self.machine.on_catch_up(delta, self.now)
                 except DeltaUnavailableError:

@@ -1,0 +1,427 @@
+"""catalogd's persistent state: version high-water mark, cache pools, admin audit log.
+
+A thin adapter over SQLAlchemy 2 Core (no ORM). One database holds it: by
+default a SQLite file in catalogd's data directory (:func:`sqlite_url`), or
+PostgreSQL / MySQL / MariaDB by URL (``postgresql+psycopg://...``,
+``mysql+pymysql://...``). :meth:`StateStore.open` creates or upgrades the
+schema (:mod:`catalogd.state_db`) before returning.
+
+The version high-water mark
+---------------------------
+Contract: after any restart, ``kill -9`` and power loss included,
+:meth:`StateStore.high_water_mark` is >= every version ever passed to a
+:meth:`StateStore.reserve` call that returned. catalogd calls ``reserve(v)``
+*before* publishing version ``v`` and starts its catalog at
+``high_water_mark()``, so versions never go backwards across restarts.
+``reserve`` persists ``v + block - 1`` in one committed transaction, so the
+next ``block - 1`` versions cost no I/O (a restart then skips at most
+``block - 1`` versions, which is harmless: versions need only grow).
+
+Concurrency: one catalogd (one writer) per state store is the supported shape.
+Two processes racing cannot lower the mark: the write is a single atomic
+``UPDATE ... SET mark = CASE WHEN mark < :new THEN :new ELSE mark END``, which
+PostgreSQL and InnoDB run under a row lock and SQLite under its database
+write lock, so neither write can undo the other and the mark read back in
+the same transaction is >= this writer's request. A second writer is logged
+(as a warning), not refused.
+
+Errors (foreign DBAPI errors mapped here, the original chained):
+
+* the database cannot be reached (refused, timed out, bad credentials, a
+  SQLite file that cannot be opened) -> :class:`UnavailableError` naming the
+  URL with its password masked;
+* a SQLite database locked by another writer beyond the busy timeout ->
+  :class:`BusyError`;
+* anything else from the driver -> :class:`CatalogError`.
+
+Thread safety: every method may be called from any thread; ``reserve`` is
+serialized by a lock. Every method blocks on database I/O, except ``reserve``
+within an already persisted block.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from datetime import datetime, timezone
+from types import EllipsisType, TracebackType
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from catalogd.state_db import (
+    admin_audit,
+    cache_mark,
+    cache_pool,
+    create_engine,
+    database_errors,
+    mark_id,
+    upgrade_schema,
+    version_mark,
+)
+from catalogd.state_values import (
+    AuditRecord,
+    CacheMark,
+    CachePool,
+    check_limit,
+    check_pool_name,
+    describe_marks,
+)
+from subscriber.errors import (
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    UnavailableError,
+)
+
+__all__ = ["AuditRecord", "CacheMark", "CachePool", "StateStore", "sqlite_url"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BLOCK = 1000
+# How many of a pool's users a CONFLICT error names.
+_NAMED_USERS = 10
+
+
+def sqlite_url(path: str) -> str:
+    """The SQLAlchemy URL of a SQLite state file at ``path`` (catalogd's default)."""
+    return f"sqlite:///{path}"
+
+
+class StateStore:
+    """catalogd's state in one SQL database. Build with :meth:`open`.
+
+    Args:
+        engine: a SQLAlchemy engine whose schema is already current.
+        block: how many versions one :meth:`reserve` write covers (>= 1).
+    """
+
+    def __init__(self, engine: sa.Engine, *, block: int = DEFAULT_BLOCK) -> None:
+        if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+            raise InvalidRequestError(f"block must be an integer >= 1, not {block!r}")
+        self._engine = engine
+        self._block = block
+        self._lock = threading.Lock()
+        self._reserved = -1  # the mark this process last persisted (-1: none yet)
+        self._closed = False
+        self.url = engine.url.render_as_string(hide_password=True)
+
+    def _db(self, doing: str) -> AbstractContextManager[None]:
+        """Map driver errors raised while ``doing`` to our exception tree."""
+        if self._closed:
+            raise UnavailableError(f"state store {self.url} is closed: cannot {doing}")
+        return database_errors(self._engine, doing)
+
+    @classmethod
+    def open(
+        cls, url: str, *, block: int = DEFAULT_BLOCK, connect_timeout_s: float = 10.0
+    ) -> StateStore:
+        """Connect to the database at ``url`` and create or upgrade its schema.
+
+        Blocks for the connection and the schema work (bounded by
+        ``connect_timeout_s`` for reaching the server).
+
+        Raises:
+            InvalidRequestError: ``url`` is not a SQLAlchemy URL of an
+                installed driver, or ``block`` < 1.
+            UnavailableError: the database cannot be reached.
+            ConflictError: the schema is newer than this catalogd knows.
+        """
+        engine = create_engine(url, connect_timeout_s=connect_timeout_s)
+        store = cls(engine, block=block)
+        try:
+            with store._db("create or upgrade the schema"):
+                upgrade_schema(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        return store
+
+    # -- lifecycle
+
+    def close(self) -> None:
+        """Release every pooled connection. Idempotent."""
+        self._closed = True
+        self._engine.dispose()
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def block(self) -> int:
+        return self._block
+
+    # -- version high-water mark
+
+    def high_water_mark(self) -> int:
+        """The persisted mark: >= every version any ``reserve`` call returned for."""
+        with self._db("read the version high-water mark"), self._engine.connect() as conn:
+            return int(conn.execute(sa.select(version_mark.c.mark)).scalar_one())
+
+    def reserve(self, version: int) -> int:
+        """Make sure the persisted mark is >= ``version``; return the persisted mark.
+
+        A no-op (no I/O) when this process already persisted a mark >= ``version``;
+        otherwise commits ``version + block - 1`` (or more, if another writer
+        went further) before returning.
+
+        Raises:
+            InvalidRequestError: ``version`` is negative or not an int.
+            UnavailableError, BusyError, CatalogError: the write failed; the
+                version must then not be published.
+        """
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise InvalidRequestError(f"version must be an integer >= 0, not {version!r}")
+        with self._lock:
+            if version <= self._reserved:
+                return self._reserved
+            wanted = version + self._block - 1
+            with self._db("persist the version high-water mark"), self._engine.begin() as conn:
+                conn.execute(
+                    version_mark.update().values(
+                        mark=sa.case(
+                            (version_mark.c.mark < wanted, wanted), else_=version_mark.c.mark
+                        )
+                    )
+                )
+                mark = int(conn.execute(sa.select(version_mark.c.mark)).scalar_one())
+            if self._reserved >= 0 and mark > max(wanted, self._reserved):
+                log.warning(
+                    "version mark moved to %d by another writer of %s (expected %d): "
+                    "more than one catalogd uses this state store",
+                    mark,
+                    self.url,
+                    wanted,
+                )
+            self._reserved = mark
+            return mark
+
+    # -- cache pools
+
+    def add_pool(
+        self, name: str, owner: str | None = None, limit_bytes: int | None = None
+    ) -> CachePool:
+        """Create a cache pool; returns it (name lower-cased).
+
+        Raises:
+            InvalidRequestError: empty or malformed name, negative limit.
+            ConflictError: a pool of that name exists.
+        """
+        pool = CachePool(check_pool_name(name), owner, check_limit(limit_bytes))
+        with self._db(f"add cache pool {pool.name!r}"), self._engine.begin() as conn:
+            if _pool_row(conn, pool.name) is not None:
+                raise ConflictError(f"cache pool {pool.name!r} already exists")
+            try:
+                conn.execute(
+                    cache_pool.insert().values(
+                        name=pool.name, owner=pool.owner, limit_bytes=pool.limit_bytes
+                    )
+                )
+            except sa_exc.IntegrityError as exc:  # a concurrent add won the race
+                raise ConflictError(f"cache pool {pool.name!r} already exists") from exc
+        return pool
+
+    def alter_pool(
+        self,
+        name: str,
+        *,
+        owner: str | None | EllipsisType = ...,
+        limit_bytes: int | None | EllipsisType = ...,
+    ) -> CachePool:
+        """Change a pool's owner and/or limit (``...``: keep; ``None``: clear).
+
+        Raises:
+            NotFoundError: no such pool.
+            InvalidRequestError: negative limit, malformed name.
+        """
+        key = check_pool_name(name)
+        changes: dict[str, Any] = {}
+        if owner is not ...:
+            changes["owner"] = owner
+        if limit_bytes is not ...:
+            changes["limit_bytes"] = check_limit(limit_bytes)
+        with self._db(f"alter cache pool {key!r}"), self._engine.begin() as conn:
+            if _pool_row(conn, key) is None:
+                raise NotFoundError(f"cache pool {key!r} does not exist")
+            if changes:
+                conn.execute(cache_pool.update().where(cache_pool.c.name == key).values(changes))
+            row = _pool_row(conn, key)
+        assert row is not None
+        return CachePool.from_row(row)
+
+    def remove_pool(self, name: str) -> CachePool:
+        """Delete an unused pool; returns what it was.
+
+        Raises:
+            NotFoundError: no such pool.
+            ConflictError: tables or partitions are still cached in it (named).
+        """
+        key = check_pool_name(name)
+        with self._db(f"remove cache pool {key!r}"), self._engine.begin() as conn:
+            row = _pool_row(conn, key)
+            if row is None:
+                raise NotFoundError(f"cache pool {key!r} does not exist")
+            users = [
+                CacheMark.from_row(r)
+                for r in conn.execute(sa.select(cache_mark).where(cache_mark.c.pool == key))
+            ]
+            if users:
+                raise ConflictError(
+                    f"cache pool {key!r} is in use by {describe_marks(users, _NAMED_USERS)}; "
+                    "uncache them first"
+                )
+            conn.execute(cache_pool.delete().where(cache_pool.c.name == key))
+        return CachePool.from_row(row)
+
+    def list_pools(self) -> list[CachePool]:
+        """Every pool, sorted by name."""
+        with self._db("list cache pools"), self._engine.connect() as conn:
+            pools = [CachePool.from_row(r) for r in conn.execute(sa.select(cache_pool))]
+        return sorted(pools, key=lambda p: p.name)
+
+    # -- cache marks
+
+    def mark_cached(self, db: str, table: str, partition: str | None, pool: str) -> CacheMark:
+        """Mark a table (``partition`` None) or one partition as cached in ``pool``.
+
+        Marking again moves the mark to ``pool``. Whether the table exists is the
+        caller's to check (the store does not know HMS).
+
+        Raises:
+            NotFoundError: no such pool.
+            InvalidRequestError: empty db or table name.
+        """
+        mark = CacheMark.of(db, table, partition, check_pool_name(pool))
+        with self._db(f"mark {mark.display_name} cached"), self._engine.begin() as conn:
+            if _pool_row(conn, mark.pool) is None:
+                raise NotFoundError(f"cache pool {mark.pool!r} does not exist")
+            ident = mark_id(mark.db, mark.table, mark.partition)
+            updated = conn.execute(
+                cache_mark.update().where(cache_mark.c.id == ident).values(pool=mark.pool)
+            ).rowcount
+            if not updated:
+                conn.execute(
+                    cache_mark.insert().values(
+                        id=ident,
+                        db=mark.db,
+                        tbl=mark.table,
+                        partition_name=mark.partition or "",
+                        pool=mark.pool,
+                    )
+                )
+        return mark
+
+    def unmark_cached(self, db: str, table: str, partition: str | None) -> list[CacheMark]:
+        """Remove cache marks; returns the removed ones (empty when none existed).
+
+        With ``partition`` None the table's mark *and* every partition mark of
+        the table go (Impala's ``SET UNCACHED`` on a table); otherwise only that
+        partition's.
+        """
+        probe = CacheMark.of(db, table, partition, "")
+        where = sa.and_(cache_mark.c.db == probe.db, cache_mark.c.tbl == probe.table)
+        if partition is not None:
+            where = cache_mark.c.id == mark_id(probe.db, probe.table, probe.partition)
+        with self._db(f"uncache {probe.display_name}"), self._engine.begin() as conn:
+            removed = [
+                CacheMark.from_row(r) for r in conn.execute(sa.select(cache_mark).where(where))
+            ]
+            if removed:
+                conn.execute(cache_mark.delete().where(where))
+        return sorted(removed, key=CacheMark.sort_key)
+
+    def list_cached(self, pool: str | None = None) -> list[CacheMark]:
+        """Every cache mark (of one pool), sorted by db, table, partition.
+
+        Raises:
+            NotFoundError: ``pool`` names no pool.
+        """
+        query = sa.select(cache_mark)
+        key = None if pool is None else check_pool_name(pool)
+        with self._db("list cache marks"), self._engine.connect() as conn:
+            if key is not None:
+                if _pool_row(conn, key) is None:
+                    raise NotFoundError(f"cache pool {key!r} does not exist")
+                query = query.where(cache_mark.c.pool == key)
+            marks = [CacheMark.from_row(r) for r in conn.execute(query)]
+        # Sorted here: collations differ between backends.
+        return sorted(marks, key=CacheMark.sort_key)
+
+    # -- admin audit log
+
+    def record_admin(
+        self,
+        command: str,
+        args: Mapping[str, Any],
+        requester: str | None,
+        outcome: str,
+        version: int | None,
+        at: datetime,
+    ) -> int:
+        """Append one admin command to the audit log; returns its id.
+
+        ``args`` must be JSON-serializable; ``at`` is stored to the microsecond
+        as UTC (a naive ``at`` is taken to be UTC).
+
+        Raises:
+            InvalidRequestError: empty command, or ``args`` not JSON-serializable.
+        """
+        if not command:
+            raise InvalidRequestError("an audit record needs a command name")
+        try:
+            args_json = json.dumps(dict(args), sort_keys=True, default=_reject)
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequestError(f"audit args of {command!r} are not JSON: {exc}") from exc
+        with self._db(f"record admin command {command!r}"), self._engine.begin() as conn:
+            result = conn.execute(
+                admin_audit.insert().values(
+                    at_us=_to_epoch_us(at),
+                    command=command,
+                    args=args_json,
+                    requester=requester,
+                    outcome=outcome,
+                    version=version,
+                )
+            )
+            key = result.inserted_primary_key
+            assert key is not None  # a single-row insert always has one
+            return int(key[0])
+
+    def audit(self, limit: int = 50) -> list[AuditRecord]:
+        """The newest ``limit`` audit records, newest first.
+
+        Raises:
+            InvalidRequestError: ``limit`` < 1.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidRequestError(f"limit must be an integer >= 1, not {limit!r}")
+        query = sa.select(admin_audit).order_by(admin_audit.c.id.desc()).limit(limit)
+        with self._db("read the audit log"), self._engine.connect() as conn:
+            return [AuditRecord.from_row(r) for r in conn.execute(query)]
+
+
+def _pool_row(conn: sa.Connection, name: str) -> sa.Row[Any] | None:
+    return conn.execute(sa.select(cache_pool).where(cache_pool.c.name == name)).first()
+
+
+def _to_epoch_us(at: datetime) -> int:
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
+    delta = at - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _reject(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not JSON-serializable")
