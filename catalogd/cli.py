@@ -107,6 +107,28 @@ def _admin_parser(commands: Any) -> None:
         metavar="k=v/k2=v2",
         help="only this partition (repeatable)",
     )
+    pool = sub.add_parser("cache-pool", help="manage cache pools (add, alter, remove, list)")
+    pool_sub = pool.add_subparsers(dest="pool_command", required=True, metavar="ACTION")
+    for action in ("add", "alter"):
+        parser = pool_sub.add_parser(action, help=f"{action} a cache pool")
+        parser.add_argument("name")
+        parser.add_argument("--owner", help="owner name")
+        limit = parser.add_mutually_exclusive_group()
+        limit.add_argument("--limit", type=int, metavar="BYTES", help="size limit in bytes")
+        if action == "alter":
+            limit.add_argument("--no-limit", action="store_true", help="remove the limit")
+    pool_sub.add_parser("remove", help="remove an unused cache pool").add_argument("name")
+    pool_sub.add_parser("list", help="pools and what is cached in them")
+    for action in ("cache", "uncache"):
+        parser = sub.add_parser(action, help=f"{action} a table or partitions")
+        parser.add_argument("target", help="DB.TABLE")
+        parser.add_argument(
+            "--partition", action="append", default=[], metavar="k=v/k2=v2", help="repeatable"
+        )
+        if action == "cache":
+            parser.add_argument("--pool", required=True, help="the cache pool")
+    audit = sub.add_parser("audit", help="the admin audit log, newest first")
+    audit.add_argument("--limit", type=int, default=20, help="records to show (default 20)")
     for command in (invalidate, refresh):
         command.add_argument(
             "--sync", action="store_true", help="wait until live subscribers applied it"
@@ -277,7 +299,36 @@ def _admin(args: argparse.Namespace) -> int:
             fields.update(sync=True, sync_timeout_ms=int(args.sync_timeout * 1000))
     if command == "refresh" and args.partition:
         fields["partitions"] = list(args.partition)
-    code = {"status": cmd.STATUS, "invalidate": cmd.INVALIDATE, "refresh": cmd.REFRESH}[command]
+    if command in ("cache", "uncache"):
+        name = TableName.parse(args.target)
+        fields.update(db_name=name.db, tbl_name=name.table, partitions=args.partition or None)
+        if command == "cache":
+            fields["options"] = {"pool": args.pool}
+    if command == "cache-pool":
+        command = f"cache-pool {args.pool_command}"
+        if args.pool_command != "list":
+            options = {"pool": args.name}
+            if getattr(args, "owner", None) is not None:
+                options["owner"] = args.owner
+            if getattr(args, "limit", None) is not None:
+                options["limit"] = str(args.limit)
+            if getattr(args, "no_limit", False):
+                options["limit"] = ""
+            fields["options"] = options
+    if command == "audit":
+        fields["options"] = {"limit": str(args.limit)}
+    code = {
+        "status": cmd.STATUS,
+        "invalidate": cmd.INVALIDATE,
+        "refresh": cmd.REFRESH,
+        "cache": cmd.CACHE,
+        "uncache": cmd.UNCACHE,
+        "audit": cmd.AUDIT,
+        "cache-pool add": cmd.CACHE_POOL_ADD,
+        "cache-pool alter": cmd.CACHE_POOL_ALTER,
+        "cache-pool remove": cmd.CACHE_POOL_REMOVE,
+        "cache-pool list": cmd.CACHE_POOL_LIST,
+    }[command]
     timeout = args.timeout + (args.sync_timeout if fields.get("sync") else 0)
     answer = response_dict(AdminClient(args.endpoint, timeout_s=timeout).call(code, **fields))
     if args.json:
@@ -287,6 +338,22 @@ def _admin(args: argparse.Namespace) -> int:
     elif command == "status":
         for key, value in answer["detail"].items():
             print(f"{key:<20} {json.dumps(value, sort_keys=True)}")
+    elif command == "audit":
+        for r in answer["detail"]["records"]:
+            args_text = json.dumps(r["args"], sort_keys=True)
+            print(
+                f"{r['at']} {r['requester'] or '-'} {r['command']} {args_text} -> {r['outcome']}"
+                f"{'' if r['version'] is None else ' @' + str(r['version'])}"
+            )
+    elif command == "cache-pool list":
+        for p in answer["detail"]["pools"]:
+            limit = "unlimited" if p["limit_bytes"] is None else f"{p['limit_bytes']} bytes"
+            cached = [m for m in answer["detail"]["cached"] if m["pool"] == p["name"]]
+            print(f"{p['name']}  owner={p['owner'] or '-'}  limit={limit}  cached={len(cached)}")
+            for m in cached:
+                print(
+                    f"    {m['db']}.{m['table']}" + (f" {m['partition']}" if m["partition"] else "")
+                )
     else:
         line = f"{command} ok: version {answer['version']}"
         if fields.get("sync"):

@@ -7,20 +7,20 @@ admin endpoint maps to status codes. Handlers run on admin worker threads.
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import idl
-from catalogd import plans
+from catalogd import caching, plans
 from catalogd.admin import AdminResult, Handler, table_name
 from catalogd.catalog import Catalog
 from catalogd.lazy import TableLoader
 from catalogd.operations import Operations
 from catalogd.server import CatalogServer
-from subscriber.errors import InvalidRequestError
-from subscriber.keys import object_type_of
+from catalogd.state import StateStore
+from subscriber.errors import InvalidRequestError, NotFoundError
 
 svc = idl.catalog_service
 Cmd = svc.TAdminCommand
@@ -50,7 +50,8 @@ def invalidate(ops: Operations, loader: TableLoader, request: Any) -> AdminResul
         version = ops.load_names(request.db_name, reset=True)
         queued = loader.enqueue_unloaded(request.db_name.lower())
         return AdminResult(version, {"target": request.db_name.lower(), "queued_for_load": queued})
-    version = ops.load_names(reset=True)
+    ops.load_names(reset=True)
+    version = ops.load_privileges()
     queued = loader.enqueue_unloaded()
     return AdminResult(version, {"target": "*", "queued_for_load": queued})
 
@@ -76,7 +77,7 @@ def status_detail(
     barrier_live: dict[str, tuple[int, float]],
 ) -> dict[str, Any]:
     def read(catalog: Catalog) -> dict[str, Any]:
-        counts = Counter(object_type_of(e.key) for e in catalog.live_entries())
+        counts = catalog.counts_by_type()
         unloaded = len(plans.unloaded_tables(catalog))
         tables = counts.get("TABLE", 0) + counts.get("VIEW", 0)
         return {
@@ -120,12 +121,84 @@ def status_detail(
     return detail
 
 
+def _pool_fields(request: Any) -> tuple[str, dict[str, Any]]:
+    options = dict(request.options or {})
+    name = options.get("pool", "")
+    if not name:
+        raise InvalidRequestError("a cache pool name is needed")
+    fields: dict[str, Any] = {}
+    if "owner" in options:
+        fields["owner"] = options["owner"] or None
+    if "limit" in options:
+        text = options["limit"]
+        try:
+            fields["limit_bytes"] = int(text) if text else None
+        except ValueError:
+            raise InvalidRequestError(f"limit must be a number of bytes, got {text!r}") from None
+    return name, fields
+
+
+def cache_pool(ops: Operations, store: StateStore, request: Any) -> AdminResult:
+    """cache-pool add / alter / remove / list."""
+    if request.command == Cmd.CACHE_POOL_LIST:
+        pools = [dataclasses.asdict(p) for p in store.list_pools()]
+        marks = [dataclasses.asdict(m) for m in store.list_cached()]
+        return AdminResult(None, {"pools": pools, "cached": marks})
+    name, fields = _pool_fields(request)
+    if request.command == Cmd.CACHE_POOL_ADD:
+        pool = store.add_pool(name, **fields)
+    elif request.command == Cmd.CACHE_POOL_ALTER:
+        pool = store.alter_pool(name, **fields)
+    else:
+        pool = store.remove_pool(name)
+    version = ops.publish_pools(store.list_pools())
+    return AdminResult(version, {"pool": dataclasses.asdict(pool)})
+
+
+def cache(ops: Operations, store: StateStore, request: Any) -> AdminResult:
+    """cache / uncache DB.TABLE [--partition ...] [--pool P]: mark, then republish the table."""
+    name = table_name(request)
+    if not ops.server.submit(lambda c: c.table_keys(name.db, name.table)).result():
+        raise NotFoundError(f"table {name} not found")
+    partitions: list[str | None] = list(request.partitions or []) or [None]
+    for partition in partitions:
+        if partition is not None:
+            key = f"HDFS_PARTITION:{name.db}.{name.table}:{partition}"
+            if not ops.server.submit(lambda c, k=key: k in c).result():
+                raise NotFoundError(f"partition {partition} of {name} not found")
+    if request.command == Cmd.CACHE:
+        pool = dict(request.options or {}).get("pool", "")
+        if not pool:
+            raise InvalidRequestError("cache needs --pool NAME")
+        for partition in partitions:
+            store.mark_cached(name.db, name.table, partition, pool)
+    else:
+        for partition in partitions:
+            store.unmark_cached(name.db, name.table, partition)
+    ops.cache_marks = caching.marks_by_table(store.list_cached())
+    version = ops.load_table(name.db, name.table)
+    return AdminResult(version, {"target": str(name), "partitions": request.partitions or []})
+
+
+def audit(store: StateStore, request: Any) -> AdminResult:
+    limit = int(dict(request.options or {}).get("limit", "50"))
+    if not 1 <= limit <= 10_000:
+        raise InvalidRequestError("limit must be between 1 and 10000")
+    records = []
+    for record in store.audit(limit):
+        row = dataclasses.asdict(record)
+        row["at"] = record.at.isoformat()
+        records.append(row)
+    return AdminResult(None, {"records": records})
+
+
 def handlers(
     server: CatalogServer,
     ops: Operations,
     loader: TableLoader,
     info: RuntimeInfo,
     live: Any,
+    store: StateStore | None = None,
 ) -> dict[int, Handler]:
     """The handler table for :class:`~catalogd.admin.AdminServer`."""
 
@@ -141,8 +214,19 @@ def handlers(
             raise InvalidRequestError("invalidate takes no partitions; use refresh")
         return invalidate(ops, loader, request)
 
-    return {
+    table: dict[int, Handler] = {
         Cmd.STATUS: status,
         Cmd.INVALIDATE: invalidate_handler,
         Cmd.REFRESH: refresh_handler,
     }
+    if store is not None:
+        for command in (
+            Cmd.CACHE_POOL_ADD,
+            Cmd.CACHE_POOL_ALTER,
+            Cmd.CACHE_POOL_REMOVE,
+            Cmd.CACHE_POOL_LIST,
+        ):
+            table[command] = lambda request: cache_pool(ops, store, request)
+        table[Cmd.CACHE] = table[Cmd.UNCACHE] = lambda request: cache(ops, store, request)
+        table[Cmd.AUDIT] = lambda request: audit(store, request)
+    return table

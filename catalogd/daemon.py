@@ -12,6 +12,7 @@ before any socket is bound (so the first snapshot is never empty) â†’ sockets â†
 
 from __future__ import annotations
 
+import datetime
 import logging
 import signal
 import threading
@@ -21,7 +22,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from catalogd import logs, plans
+from catalogd import caching, logs, plans
 from catalogd.admin import AdminServer, SubscriberBarrier
 from catalogd.commands import RuntimeInfo, handlers
 from catalogd.config import Config, ConfigError, diff, load_config
@@ -33,6 +34,7 @@ from catalogd.metrics import Metrics
 from catalogd.notify import Notifier
 from catalogd.operations import Operations
 from catalogd.server import CatalogServer, ServerConfig
+from catalogd.state import StateStore
 from subscriber.errors import CatalogError
 
 log = logging.getLogger("catalogd")
@@ -126,6 +128,9 @@ def serve(
         uri = open_metastore(stack, config.hms.uris, config.data_dir)
         if demo:
             _create_demo(uri, config)
+        store = stack.enter_context(StateStore.open(config.state.url))
+        high_water = store.high_water_mark()
+        log.info("state store %s: versions continue after %d", store.url, high_water)
         loader_ref: list[TableLoader] = []
         server = CatalogServer(
             ServerConfig(
@@ -133,8 +138,10 @@ def serve(
                 pub_bind=config.server.pub_bind,
                 advertise_host=config.server.advertise_host,
                 heartbeat_interval_s=config.server.heartbeat_interval_s,
+                start_version=high_water,
             ),
             on_load_request=lambda db, table: _priority_load(loader_ref, db, table),
+            reserve=store.reserve,
         )
 
         def source() -> ThriftSource:
@@ -148,7 +155,13 @@ def serve(
         # Read the event id before loading, so no event after it can be missed.
         start_event = _current_event_id(ops) if config.detector.mode != "off" else 0
         started = time.monotonic()
+        ops.cache_marks = caching.marks_by_table(store.list_cached())
+        ops.publish_pools(store.list_pools())
         version = ops.load_names()  # before start(): the first snapshot has the names
+        try:
+            version = ops.load_privileges()
+        except CatalogError as exc:
+            log.warning("loading privileges failed (retried by the poller): %s", exc)
         info = RuntimeInfo(hms_address=uri, names_published_s=time.monotonic() - started)
         metrics.observe_load("names", info.names_published_s)
         server.start()
@@ -165,10 +178,10 @@ def serve(
         barrier = SubscriberBarrier(lambda: dict(server.stats.subscribers), dead_after_s=dead_after)
         admin = AdminServer(
             config.server.admin_bind,
-            handlers(server, ops, table_loader, info, barrier.live),
+            handlers(server, ops, table_loader, info, barrier.live, store),
             barrier,
             on_done=lambda request, response, seconds: _admin_done(
-                metrics, request, response, seconds
+                metrics, store, request, response, seconds
             ),
         ).start()
         stack.callback(admin.close)
@@ -180,6 +193,7 @@ def serve(
             mode=config.detector.mode,
             max_calls_per_s=config.detector.poll_max_calls_per_s,
             start_event_id=start_event,
+            privileges_interval_s=config.detector.privileges_poll_interval_s,
         ).start()
         stack.callback(detector.close)
         log.info(
@@ -301,6 +315,7 @@ def _reload(
         if new.server.heartbeat_interval_s != config.server.heartbeat_interval_s:
             server.set_heartbeat_interval(new.server.heartbeat_interval_s)
         detector.interval_s = new.detector.poll_interval_s
+        detector.privileges_interval_s = new.detector.privileges_poll_interval_s
         log.info(
             "reloaded configuration: applied %s; needs a restart: %s",
             ", ".join(changes.live) or "nothing",
@@ -327,13 +342,34 @@ def _merge_live(old: Config, new: Config, live: tuple[str, ...]) -> Config:
     return result
 
 
-def _admin_done(metrics: Metrics, request: Any, response: Any, seconds: float) -> None:
+def _admin_done(
+    metrics: Metrics, store: StateStore, request: Any, response: Any, seconds: float
+) -> None:
     import idl
 
     svc = idl.catalog_service
     command = svc.TAdminCommand._VALUES_TO_NAMES.get(request.command, str(request.command)).lower()
     outcome = svc.TStatusCode._VALUES_TO_NAMES.get(response.status.code, "?").lower()
     metrics.count_admin(command, outcome)
+    if request.command not in (svc.TAdminCommand.AUDIT, svc.TAdminCommand.STATUS):
+        args = {
+            "db": request.db_name,
+            "table": request.tbl_name,
+            "partitions": request.partitions,
+            "sync": request.sync,
+            "options": request.options,
+        }
+        try:
+            store.record_admin(
+                command,
+                {k: v for k, v in args.items() if v},
+                request.requester,
+                outcome if response.status.code == 0 else f"{outcome}: {response.status.message}",
+                response.version,
+                datetime.datetime.now(datetime.timezone.utc),
+            )
+        except CatalogError as exc:
+            log.warning("could not write the audit log: %s", exc)
     target = ".".join(p for p in (request.db_name, request.tbl_name) if p) or "*"
     log.info(
         "admin %s %s by %s: %s%s in %.3fs",

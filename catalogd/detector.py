@@ -104,6 +104,7 @@ class ChangeDetector:
         max_calls_per_s: float = 100.0,
         event_batch: int = 1000,
         start_event_id: int = 0,
+        privileges_interval_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -111,6 +112,8 @@ class ChangeDetector:
             raise ValueError(f"unknown change detection mode {mode!r}")
         self.ops, self.loader, self.info = ops, loader, info
         self.interval_s = interval_s
+        self.privileges_interval_s = privileges_interval_s
+        self._privileges_due = 0.0
         self.mode = mode
         self.stats = DetectorStats(last_event_id=start_event_id)
         self._event_batch = event_batch
@@ -132,6 +135,13 @@ class ChangeDetector:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             self.run_once()
+            if self.privileges_interval_s and self._clock() >= self._privileges_due:
+                # HMS logs no events for grants and roles: they are always polled.
+                self._privileges_due = self._clock() + self.privileges_interval_s
+                try:
+                    self.ops.load_privileges()
+                except CatalogError as exc:
+                    log.warning("reloading privileges failed: %s", exc)
 
     # -- one cycle --------------------------------------------------------------------
 

@@ -19,7 +19,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from catalogd import loader, plans
+import idl
+from catalogd import caching, loader, plans
 from catalogd.catalog import Catalog
 from catalogd.metastore import convert
 from catalogd.server import CatalogServer
@@ -55,6 +56,8 @@ class Operations:
         self._sources_lock = threading.Lock()
         self._epochs: dict[tuple[str, str], int] = {}  # server thread only
         self._retries = retries
+        # (db, table) -> {partition or None: pool}; replaced whole, read anywhere.
+        self.cache_marks: dict[tuple[str, str], dict[str | None, str]] = {}
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -156,6 +159,7 @@ class Operations:
             except NotFoundError:
                 self._commit_if(db, table, epoch, lambda c: plans.remove_table(c, db, table))
                 raise
+            caching.apply_marks(objects, self.cache_marks.get((db, table), {}))
             payloads = convert.encode_all(objects)
             if self._commit_if(
                 db, table, epoch, lambda c, p=payloads: plans.table(c, db, table, p)
@@ -198,15 +202,48 @@ class Operations:
         for _ in range(self._retries + 1):
             epoch = self._epochs.get((db, table), 0)
             parts = list(self.source().partitions(db, table, names))
-            payloads = {}
-            for part in parts:
-                key, obj = convert.partition_object(hms_table, part)
-                payloads[key] = codec.encode_object(obj)
+            objects = dict(convert.partition_object(hms_table, part) for part in parts)
+            caching.apply_marks(objects, self.cache_marks.get((db, table), {}))
+            payloads = convert.encode_all(objects)
             if self._commit_if(
                 db, table, epoch, lambda c, p=payloads: plans.partitions(c, keys, p)
             ):
                 return self.version()
         raise BusyError(f"table {db}.{table} kept changing while refreshing; try again")
+
+    def publish_pools(self, pools: Sequence[Any]) -> int:
+        """Make the catalog's HDFS_CACHE_POOL objects exactly ``pools``."""
+        payloads = caching.pool_payloads(pools)
+        self._run(
+            lambda c: plans.replace_group(
+                c, c.keys_with_prefix("HDFS_CACHE_POOL:", db=""), payloads
+            )
+        )
+        return self.version()
+
+    def load_privileges(self, server_name: str = "server1") -> int:
+        """Reload roles, memberships and grants from HMS; publish the difference.
+
+        HMS 2.3 cannot list the principals that hold grants, so they are found
+        by asking, per object, who holds grants on it: ``1 + D + T`` calls for
+        ``D`` databases and ``T`` tables (plus the per-principal calls of
+        :func:`catalogd.privileges.load_privileges`).
+        """
+        from catalogd.privileges import load_privileges, owners_of
+
+        client = self.source().client  # type: ignore[attr-defined]
+        holders = owners_of(self.server.submit(_owner_objects).result())
+        holders |= _grant_holders(client, self.server.submit(_table_names).result())
+        objects = load_privileges(client, principals=sorted(holders), server_name=server_name)
+        payloads = convert.encode_all(objects)
+        self._run(
+            lambda c: plans.replace_group(
+                c,
+                [k for k in c.keys_of_database("") if k.startswith(("PRINCIPAL:", "PRIVILEGE:"))],
+                payloads,
+            )
+        )
+        return self.version()
 
     def invalidate_table(self, db: str, table: str) -> int:
         """Turn one table back into a placeholder (reloaded lazily).
@@ -245,3 +282,51 @@ def _canonical_partition(spec: str, columns: list[str], table: str) -> str:
             f"expected {expected}"
         )
     return make_partition_name(columns, [v for _, v in pairs])
+
+
+def _owner_objects(catalog: Catalog) -> list[Any]:
+    """Decoded DATABASE and loaded TABLE headers (their owners hold Spark's grants)."""
+    objects = []
+    for entry in catalog.live_entries():
+        if entry.key.startswith(("DATABASE:", "TABLE:")) and entry.payload is not None:
+            obj = codec.decode_object(entry.payload)
+            if obj.db is not None or (obj.table is not None and obj.table.metastore_table):
+                objects.append(obj)
+    return objects
+
+
+def _table_names(catalog: Catalog) -> list[tuple[str, str | None]]:
+    """(db, None) for every database and (db, table) for every table and view."""
+    names: list[tuple[str, str | None]] = []
+    for key in catalog.keys_with_prefix("DATABASE:"):
+        db = key.partition(":")[2]
+        names.append((db, None))
+        names.extend((db, t) for t in sorted(plans.table_names_of(catalog, db)))
+    return names
+
+
+_PRINCIPAL_TYPES = {1: "USER", 2: "ROLE", 3: "GROUP"}  # HMS PrincipalType values
+
+
+def _grant_holders(client: Any, objects: list[tuple[str, str | None]]) -> set[tuple[str, str]]:
+    """Every (principal, type) holding a grant on the server, a database or a table."""
+    hms = idl.hive_metastore
+    refs = [hms.HiveObjectRef(objectType=hms.HiveObjectType.GLOBAL)]
+    for db, table in objects:
+        if table is None:
+            refs.append(hms.HiveObjectRef(objectType=hms.HiveObjectType.DATABASE, dbName=db))
+        else:
+            refs.append(
+                hms.HiveObjectRef(objectType=hms.HiveObjectType.TABLE, dbName=db, objectName=table)
+            )
+    holders = set()
+    for ref in refs:
+        try:
+            grants = client.list_privileges(None, None, ref)
+        except NotFoundError:
+            continue  # dropped meanwhile
+        for grant in grants:
+            kind = _PRINCIPAL_TYPES.get(grant.principalType)
+            if kind is not None and grant.principalName:
+                holders.add((grant.principalName, kind))
+    return holders

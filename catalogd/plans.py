@@ -105,11 +105,16 @@ def databases(catalog: Catalog, present: Iterable[str]) -> Changes:
 
 def table(catalog: Catalog, db: str, name: str, payloads: Mapping[str, bytes]) -> Changes:
     """Replace every key of one table with ``payloads`` (its header and partitions)."""
-    changes: Changes = dict.fromkeys(k for k in catalog.table_keys(db, name) if k not in payloads)
-    changes.update(payloads)
-    return changes
+    return replace_group(catalog, catalog.table_keys(db, name), payloads)
 
 
 def partitions(catalog: Catalog, keys: Iterable[str], payloads: Mapping[str, bytes]) -> Changes:
     """Set the given partition keys: to their new payload, or removed when HMS lacks them."""
     return {key: payloads.get(key) for key in keys if key in payloads or key in catalog}
+
+
+def replace_group(catalog: Catalog, keys: Iterable[str], payloads: Mapping[str, bytes]) -> Changes:
+    """Make a group of keys (cache pools, principals, privileges) exactly ``payloads``."""
+    changes: Changes = {k: None for k in keys if k not in payloads}
+    changes.update(payloads)
+    return changes

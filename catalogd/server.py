@@ -36,7 +36,7 @@ import idl
 from catalogd.catalog import Catalog, DeltaUnavailableError
 from subscriber import codec, wire
 from subscriber.delta import Delta
-from subscriber.errors import ProtocolError, UnavailableError
+from subscriber.errors import CatalogError, ProtocolError, UnavailableError
 from subscriber.keys import GLOBAL, database_of
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,7 @@ class CatalogServer:
         context: zmq.Context | None = None,
         service_id: str | None = None,
         on_load_request: Callable[[str, str], None] | None = None,
+        reserve: Callable[[int], object] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
@@ -119,6 +120,7 @@ class CatalogServer:
         self._context = context or zmq.Context.instance()
         self._catalog = Catalog(version=config.start_version, max_tombstones=config.max_tombstones)
         self._on_load_request = on_load_request
+        self._reserve = reserve
         self._clock = clock
         self._work: queue.SimpleQueue[tuple[Callable[[Catalog], Any], Future[Any]]] = (
             queue.SimpleQueue()
@@ -141,6 +143,7 @@ class CatalogServer:
         Raises:
             UnavailableError: an address could not be bound.
         """
+        self._reserve_durably(self._catalog.version)
         self._thread.start()
         if not self._ready.wait(timeout):
             raise UnavailableError("catalogd server thread did not start in time")
@@ -292,11 +295,32 @@ class CatalogServer:
             try:
                 result = fn(self._catalog)
                 if isinstance(result, Delta) and not result.empty:
+                    self._reserve_durably(result.to_version)
                     self._publish(pub, result)
             except BaseException as exc:  # noqa: BLE001 - handed to the submitter
                 future.set_exception(exc)
             else:
                 future.set_result(result)
+
+    def _reserve_durably(self, version: int) -> None:
+        """Persist the high-water mark before ``version`` is published (never skipped:
+        publication waits, and heartbeats with it, until the state store answers)."""
+        if self._reserve is None:
+            return
+        delay = 0.1
+        while True:
+            try:
+                self._reserve(version)
+                return
+            except CatalogError as exc:
+                log.error(
+                    "cannot persist version high-water mark %d, holding publication: %s",
+                    version,
+                    exc,
+                )
+                if self._stop.wait(delay):
+                    raise UnavailableError("stopped while the state store was unreachable") from exc
+                delay = min(delay * 2, 5.0)
 
     def _publish(self, pub: zmq.Socket, delta: Delta) -> None:
         for topic, body in wire.delta_messages(self.service_id, delta):

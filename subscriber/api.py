@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import idl
-from subscriber import codec
+from subscriber import codec, privileges
 from subscriber.cache import CacheView, ChangeEvent
 from subscriber.client import SubscriberTransport, TransportConfig, TransportStats
 from subscriber.delta import Entry
@@ -103,6 +103,7 @@ class CatalogSubscriber:
         self._listeners: tuple[Listener, ...] = ()
         self._changed = threading.Condition()
         self._memo: dict[tuple[str, int], Any] = {}
+        self._privileges_memo: tuple[frozenset[str], Any] | None = None
         self._started = False
         self._closed = False
         self._reported = -1
@@ -309,6 +310,76 @@ class CatalogSubscriber:
         found = parts.matching(dict(wanted)) if wanted else list(parts.items())
         found.sort(key=lambda item: item[0])
         return [self._decode(entry).hdfs_partition for _, entry in found]
+
+    # -- privileges and cache pools --------------------------------------------------------
+
+    def _privilege_index(self) -> Any:
+        view = self._view()
+        global_keys = view.by_database.get(GLOBAL, frozenset())
+        memo = self._privileges_memo
+        if memo is not None and memo[0] is global_keys:
+            return memo[1]
+        objects = [
+            self._decode(view.objects[k])
+            for k in global_keys
+            if k.startswith(("PRINCIPAL:", "PRIVILEGE:"))
+        ]
+        index = privileges.PrivilegeIndex.from_objects(objects)
+        # Keyed by the identity of the global key set, which every change of a
+        # global object replaces (the frozenset is held, so its id stays unique).
+        self._privileges_memo = (global_keys, index)
+        return index
+
+    def list_principals(self, principal_type: str | None = None) -> list[Any]:
+        """Roles, users and groups known to the catalog (optionally of one type)."""
+        return privileges.principals(self._privilege_index(), principal_type)
+
+    def privileges_of(self, principal: str, principal_type: str = "ROLE") -> list[Any]:
+        """The grants held directly by one principal.
+
+        Raises:
+            NotFoundError: no such principal.
+        """
+        return privileges.privileges_of(self._privilege_index(), principal, principal_type)
+
+    def check_privilege(
+        self,
+        user: str,
+        groups: Iterable[str],
+        level: str | int,
+        db: str,
+        table: str | None = None,
+        column: str | None = None,
+    ) -> bool:
+        """Whether ``user`` (in ``groups``) holds ``level`` (e.g. ``"SELECT"``) on the object,
+        with HMS/Impala semantics: see :mod:`subscriber.privileges`."""
+        return privileges.check_privilege(
+            self._privilege_index(), user, list(groups), level, db, table, column
+        )
+
+    def list_cache_pools(self) -> list[Any]:
+        """The ``THdfsCachePool`` objects, sorted by name."""
+        view = self._view()
+        keys = sorted(k for k in view.keys_of(GLOBAL) if k.startswith("HDFS_CACHE_POOL:"))
+        return [self._decode(view.objects[k]).cache_pool for k in keys]
+
+    def cached_tables(self, pool: str | None = None) -> list[str]:
+        """Tables (``db.table``) and partitions (``db.table/k=v``) marked cached
+        (in ``pool`` when given), from table headers alone."""
+        view = self._view()
+        found = []
+        for keys in view.by_database.values():
+            for key in keys:
+                if not key.startswith("TABLE:"):
+                    continue
+                table = self._decode(view.objects[key]).table
+                name = f"{table.db_name}.{table.tbl_name}"
+                if table.cache_pool_name and pool in (None, table.cache_pool_name):
+                    found.append(name)
+                for part, part_pool in (table.cached_partitions or {}).items():
+                    if pool in (None, part_pool):
+                        found.append(f"{name}/{part}")
+        return sorted(found)
 
     # -- internals ---------------------------------------------------------------------------
 
