@@ -49,7 +49,9 @@ def open_metastore(stack: ExitStack, uris: tuple[str, ...], data_dir: Path) -> s
     from catalogd.metastore.embedded import EmbeddedMetastore
 
     log.info("no HMS configured: starting the embedded Hive Metastore in %s", data_dir / "hms")
-    metastore = stack.enter_context(EmbeddedMetastore(data_dir / "hms"))
+    metastore = stack.enter_context(
+        EmbeddedMetastore(data_dir / "hms", cache_dir=data_dir / "cache")
+    )
     log.info("embedded Hive Metastore listening at %s", metastore.uri)
     return metastore.uri
 

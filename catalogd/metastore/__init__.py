@@ -1,0 +1,1 @@
+"""Hive Metastore adapters: the embedded harness and the Thrift client."""

@@ -1,0 +1,197 @@
+// catalogd's own wire messages: publisher -> subscriber (deltas, heartbeats),
+// subscriber <-> catalogd (hello, snapshot, catch-up, load, reports) and
+// admin tool <-> catalogd (commands).
+//
+// Each ZeroMQ frame carries one of these structs, framed by subscriber/codec.py
+// (a flag byte, then the binary-protocol struct, zlib-compressed when large).
+// Catalog objects travel pre-encoded in TCatalogEntry.object (codec
+// encode_object/decode_object), so caches can keep blobs and decode on demand.
+//
+// Compatibility: add only optional fields with new ids; never reuse an id.
+// PROTOCOL_VERSION changes when a change needs both sides to know.
+
+include "CatalogObjects.thrift"
+
+const i32 PROTOCOL_VERSION = 1
+
+// Outcome of a request (after seed 003's RequestStatus).
+enum TStatusCode {
+  OK = 0
+  ERROR = 1
+  NOTFOUND = 2
+  CONFLICT = 3
+  BUSY = 4
+  INTERNAL_ERR = 5
+  // A service catalogd depends on (the Hive Metastore, the state store) is
+  // unreachable; catalogd itself keeps serving the catalog it has.
+  UNAVAILABLE = 6
+}
+
+struct TStatus {
+  1: required TStatusCode code
+  2: optional string message
+}
+
+// One versioned object, or the tombstone of a removed one.
+struct TCatalogEntry {
+  // Impala topic key, names lower-cased: "TABLE:db.tbl",
+  // "HDFS_PARTITION:db.tbl:k=v", "DATABASE:db", "HDFS_CACHE_POOL:pool", ...
+  1: required string key
+  // The catalog_version of the change that produced this entry.
+  2: required i64 version
+  // An encoded TCatalogObject (codec.encode_object); absent for a tombstone.
+  3: optional binary object
+  // True for a tombstone.
+  4: optional bool removed
+}
+
+// The changes in (from_version, to_version]. A subscriber applies it only when
+// from_version equals its own version; otherwise it catches up.
+struct TDelta {
+  1: required string service_id
+  2: required i64 from_version
+  3: required i64 to_version
+  4: required list<TCatalogEntry> entries
+  // Set when this part carries one database's entries only ("" = the global
+  // objects: catalog, privileges, principals, cache pools); a TDeltaCommit
+  // then closes the set of parts.
+  5: optional string database
+}
+
+// Closes a delta published in per-database parts: a filtering subscriber
+// checks that it saw the parts of the databases it follows.
+struct TDeltaCommit {
+  1: required string service_id
+  2: required i64 from_version
+  3: required i64 to_version
+  // Entries per database in this delta ("" = global objects).
+  4: required map<string, i32> counts
+}
+
+struct THeartbeat {
+  1: required string service_id
+  // The newest published version.
+  2: required i64 version
+  // Sender's wall clock, milliseconds since the epoch.
+  3: required i64 sent_at_ms
+  4: required i32 interval_ms
+}
+
+// First request of a subscriber.
+struct THello {
+  1: optional string client_id
+  // Databases to follow (lower case); unset = all.
+  2: optional list<string> databases
+  3: optional i32 protocol_version
+}
+
+struct TWelcome {
+  1: required string service_id
+  // Where deltas and heartbeats are published.
+  2: required string pub_endpoint
+  // The newest published version.
+  3: required i64 version
+  4: required i32 heartbeat_interval_ms
+  // The oldest from_version a catch-up can still be served from.
+  5: optional i64 oldest_catch_up_version
+  6: optional i32 protocol_version
+}
+
+struct TSnapshotRequest {
+  // Unset = all databases.
+  1: optional list<string> databases
+}
+
+// One part of a snapshot, numbered from 0.
+struct TSnapshotChunk {
+  1: required string service_id
+  2: required i32 seq
+  3: required list<TCatalogEntry> entries
+}
+
+// Ends a snapshot: it is the catalog at `version`, `count` entries in `chunks`
+// chunks.
+struct TSnapshotEnd {
+  1: required string service_id
+  2: required i64 version
+  3: required i64 count
+  4: required i32 chunks
+}
+
+// Ask for the changes after from_version (answered with a TDelta, or with a
+// non-OK status when the delta log no longer reaches back: take a snapshot).
+struct TCatchUpRequest {
+  1: required i64 from_version
+  2: optional list<string> databases
+}
+
+// Load one table now, ahead of the background loader.
+struct TLoadTableRequest {
+  1: required string db_name
+  2: required string tbl_name
+}
+
+// A subscriber's acknowledgement of the version it has applied.
+struct TSubscriberReport {
+  1: required string client_id
+  2: required string service_id
+  3: required i64 applied_version
+}
+
+// Subscriber -> catalogd. Exactly one of the payload fields is set.
+struct TRequest {
+  1: optional i64 request_id
+  2: optional THello hello
+  3: optional TSnapshotRequest snapshot
+  4: optional TCatchUpRequest catch_up
+  5: optional TLoadTableRequest load_table
+  6: optional TSubscriberReport report
+}
+
+// catalogd -> subscriber; request_id echoes the request's.
+struct TResponse {
+  1: optional i64 request_id
+  2: required TStatus status
+  3: optional TWelcome welcome
+  4: optional TSnapshotChunk chunk
+  5: optional TSnapshotEnd snapshot_end
+  6: optional TDelta delta
+}
+
+enum TAdminCommand {
+  STATUS = 1
+  INVALIDATE = 2
+  REFRESH = 3
+  CACHE_POOL_ADD = 4
+  CACHE_POOL_ALTER = 5
+  CACHE_POOL_REMOVE = 6
+  CACHE_POOL_LIST = 7
+  CACHE = 8
+  UNCACHE = 9
+  AUDIT = 10
+}
+
+struct TAdminRequest {
+  1: required TAdminCommand command
+  2: optional string db_name
+  3: optional string tbl_name
+  // Partition specs in HMS form: "k=v/k2=v2".
+  4: optional list<string> partitions
+  // Answer only once subscribers applied the result (or sync_timeout_ms ran out).
+  5: optional bool sync
+  6: optional i32 sync_timeout_ms
+  // Who asked (for the audit log).
+  7: optional string requester
+  // Command-specific options, e.g. a cache pool's attributes.
+  8: optional map<string, string> options
+}
+
+struct TAdminResponse {
+  1: required TStatus status
+  // The catalog version at which the command's effect is published.
+  2: optional i64 version
+  // Command-specific result as a JSON document.
+  3: optional string detail_json
+  // With sync: subscribers that did not confirm in time.
+  4: optional list<string> unconfirmed_subscribers
+}
