@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -69,9 +70,7 @@ class CatalogdProcess:
             self.admin_endpoint,
             *self.extra,
         ]
-        self.proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env
-        )
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -95,6 +94,27 @@ class CatalogdProcess:
             if time.monotonic() > deadline:
                 raise AssertionError(f"tables not loaded in {timeout}s:\n{self.log_tail()}")
             time.sleep(0.05)
+
+    def admin(self, *args: str, timeout: float = 120) -> tuple[int, dict, str]:
+        """Run ``catalogd admin --json ARGS`` against this process: (exit code, answer, output)."""
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "catalogd.cli",
+                "admin",
+                "--endpoint",
+                self.admin_endpoint,
+                "--json",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        text = result.stdout.strip()
+        answer = json.loads(text) if text.startswith("{") else {}
+        return result.returncode, answer, result.stderr + result.stdout
 
     def log_tail(self, chars: int = 3000) -> str:
         return self.log_path.read_bytes()[-chars:].decode(errors="replace")

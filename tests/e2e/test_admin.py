@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from catalogd_process import CatalogdProcess
 from hms_support import thrift_partitions, thrift_table
+from polling import wait_until
 
 import idl
 from catalogd.metastore.client import MetastoreClient
@@ -25,37 +25,6 @@ from subscriber.cache import ChangeEvent
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(600)]
 hms_thrift = idl.hive_metastore
 UNLOADED = idl.catalog_objects.TTableType.UNLOADED_TABLE
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-def admin(server: CatalogdProcess, *args: str, timeout: float = 120) -> tuple[int, dict, str]:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "catalogd.cli",
-            "admin",
-            "--endpoint",
-            server.admin_endpoint,
-            "--json",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    try:
-        answer = json.loads(result.stdout) if result.stdout.strip() else {}
-    except ValueError:
-        answer = {}
-    return result.returncode, answer, result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -106,9 +75,9 @@ def test_status_reports_the_catalog_and_its_subscribers(
     server: CatalogdProcess, sub: CatalogSubscriber
 ) -> None:
     wait_until(
-        lambda: sub.client_id in admin(server, "status")[1]["detail"]["subscribers"], what="report"
+        lambda: sub.client_id in server.admin("status")[1]["detail"]["subscribers"], what="report"
     )
-    code, answer, _ = admin(server, "status")
+    code, answer, _ = server.admin("status")
     detail = answer["detail"]
     assert code == 0 and answer["status"] == "OK"
     assert detail["service_id"] == server.service_id == sub.service_id
@@ -127,8 +96,8 @@ def test_refresh_partition_publishes_only_that_partition(
     with MetastoreClient(hms.uri) as client:
         table = client.get_table(admin_db, "events")
         client.raw.add_partitions(thrift_partitions(table, [("d2", "eu")]))
-    code, answer, err = admin(
-        server, "refresh", f"{admin_db}.events", "--partition", "dt=d2/region=eu"
+    code, answer, err = server.admin(
+        "refresh", f"{admin_db}.events", "--partition", "dt=d2/region=eu"
     )
     assert code == 0, err
     sub.wait_for_version(answer["version"], 10)
@@ -139,7 +108,7 @@ def test_refresh_partition_publishes_only_that_partition(
         ("added", f"HDFS_PARTITION:{admin_db}.events:dt=d2/region=eu")
     ]
     # A second refresh of an unchanged table publishes nothing.
-    code, again, _ = admin(server, "refresh", f"{admin_db}.events")
+    code, again, _ = server.admin("refresh", f"{admin_db}.events")
     assert code == 0 and again["version"] == answer["version"]
 
 
@@ -150,7 +119,7 @@ def test_invalidate_table_database_and_all(
     sub.add_listener(seen.append)
     for target in (f"{admin_db}.events", admin_db, None):
         args = ["invalidate"] + ([target] if target else [])
-        code, answer, err = admin(server, *args)
+        code, answer, err = server.admin(*args)
         assert code == 0, err
         sub.wait_for_version(answer["version"], 10)
         assert answer["detail"]["target"] == (target or "*")
@@ -166,13 +135,13 @@ def test_invalidate_table_database_and_all(
 def test_errors_are_clear_and_the_daemon_keeps_serving(
     server: CatalogdProcess, sub: CatalogSubscriber, admin_db: str
 ) -> None:
-    code, answer, _ = admin(server, "refresh", f"{admin_db}.nope")
+    code, answer, _ = server.admin("refresh", f"{admin_db}.nope")
     assert code == 4 and answer["status"] == "NOTFOUND" and f"{admin_db}.nope" in answer["message"]
-    code, answer, _ = admin(server, "invalidate", "no_such_db_xyz")
+    code, answer, _ = server.admin("invalidate", "no_such_db_xyz")
     assert code == 4 and "no_such_db_xyz" in answer["message"]
-    code, answer, _ = admin(server, "refresh", f"{admin_db}.events", "--partition", "dt=d1")
+    code, answer, _ = server.admin("refresh", f"{admin_db}.events", "--partition", "dt=d1")
     assert code == 2 and "dt=VALUE/region=VALUE" in answer["message"]
-    code, answer, _ = admin(server, "refresh", f"{admin_db}.events", "--partition", "garbage")
+    code, answer, _ = server.admin("refresh", f"{admin_db}.events", "--partition", "garbage")
     assert code == 2 and "k=v/k2=v2" in answer["message"] or "dt=VALUE" in answer["message"]
     result = subprocess.run(
         [
@@ -190,7 +159,7 @@ def test_errors_are_clear_and_the_daemon_keeps_serving(
         timeout=60,
     )
     assert result.returncode == 2 and "DB.TABLE" in result.stderr
-    assert admin(server, "status")[0] == 0 and sub.is_synced
+    assert server.admin("status")[0] == 0 and sub.is_synced
 
 
 SUBSCRIBER_SCRIPT = """
@@ -215,7 +184,7 @@ def test_refresh_sync_names_a_killed_subscriber(
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "synced"
         wait_until(
-            lambda: doomed in admin(server, "status")[1]["detail"]["subscribers"],
+            lambda: doomed in server.admin("status")[1]["detail"]["subscribers"],
             what="doomed reports",
         )
         os.kill(proc.pid, signal.SIGKILL)
@@ -224,8 +193,8 @@ def test_refresh_sync_names_a_killed_subscriber(
             table = client.get_table(admin_db, "events")
             client.raw.add_partitions(thrift_partitions(table, [(doomed, "eu")]))
         started = time.monotonic()
-        code, answer, err = admin(
-            server, "refresh", f"{admin_db}.events", "--sync", "--sync-timeout", "20"
+        code, answer, err = server.admin(
+            "refresh", f"{admin_db}.events", "--sync", "--sync-timeout", "20"
         )
         elapsed = time.monotonic() - started
         assert code == 5, err
@@ -245,9 +214,9 @@ def test_refresh_sync_gives_read_your_writes(
     server: CatalogdProcess, sub: CatalogSubscriber, admin_db: str
 ) -> None:
     wait_until(
-        lambda: sub.client_id in admin(server, "status")[1]["detail"]["subscribers"], what="report"
+        lambda: sub.client_id in server.admin("status")[1]["detail"]["subscribers"], what="report"
     )
-    code, answer, err = admin(server, "refresh", f"{admin_db}.events", "--sync")
+    code, answer, err = server.admin("refresh", f"{admin_db}.events", "--sync")
     # 5 only when an earlier test's killed subscriber is still named (within a minute).
     assert code in (0, 5), err
     assert sub.client_id in answer["detail"]["confirmed_subscribers"]
@@ -308,10 +277,10 @@ def test_hms_down_is_reported_while_catalogd_keeps_serving(tmp_path: Path) -> No
                 sub.wait_synced(30)
                 uri = private.uri
                 private.stop()
-                code, answer, _ = admin(proc, "refresh", "default.whatever", timeout=180)
+                code, answer, _ = proc.admin("refresh", "default.whatever", timeout=180)
                 assert code == 3 and answer["status"] == "UNAVAILABLE"
                 assert uri in answer["message"]
-                assert admin(proc, "status")[0] == 0
+                assert proc.admin("status")[0] == 0
                 assert sub.is_synced and "default" in sub.list_databases()
         finally:
             proc.stop()

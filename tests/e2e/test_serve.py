@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from catalogd_process import CatalogdProcess
+from polling import wait_until
 
 from catalogd import loader
 from catalogd.metastore.client import MetastoreClient
@@ -19,14 +18,6 @@ from subscriber.keys import database_of
 
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(600)]
 HERE = Path(__file__).resolve().parent
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def hms_keys(uri: str) -> set[str]:

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from catalogd_process import CatalogdProcess
+from polling import wait_until
 
 import idl
 from catalogd.admin_client import AdminClient
@@ -24,34 +23,6 @@ from subscriber.errors import CatalogError
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(600)]
 hms_thrift = idl.hive_metastore
 Cmd = idl.catalog_service.TAdminCommand
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-def admin(server: CatalogdProcess, *args: str) -> tuple[int, dict, str]:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "catalogd.cli",
-            "admin",
-            "--endpoint",
-            server.admin_endpoint,
-            "--json",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    answer = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
-    return result.returncode, answer, result.stderr + result.stdout
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +135,7 @@ def test_privileges_from_hms_reach_subscribers(catalogd: CatalogdProcess, wareho
         with MetastoreClient(warehouse.uri) as client:
             client.raw.grant_privileges(grant)
         try:
-            code, answer, out = admin(catalogd, "invalidate")
+            code, answer, out = catalogd.admin("invalidate")
             assert code == 0, out
             sub.wait_for_version(answer["version"], 30)
             assert sub.check_privilege("carol", [], "SELECT", "sales", "orders")
@@ -172,7 +143,7 @@ def test_privileges_from_hms_reach_subscribers(catalogd: CatalogdProcess, wareho
         finally:
             with MetastoreClient(warehouse.uri) as client:
                 client.raw.revoke_privileges(grant)
-        code, answer, out = admin(catalogd, "invalidate")
+        code, answer, out = catalogd.admin("invalidate")
         sub.wait_for_version(answer["version"], 30)
         assert not sub.check_privilege("carol", [], "SELECT", "sales", "orders")
 
@@ -187,31 +158,30 @@ def test_cache_pool_lifecycle_conflicts_and_persistence(warehouse, tmp_path: Pat
             sub.wait_synced(30)
             events: list[ChangeEvent] = []
             sub.add_listener(events.append)
-            code, answer, out = admin(
-                proc, "cache-pool", "add", pool, "--owner", "ops", "--limit", "1000000"
+            code, answer, out = proc.admin(
+                "cache-pool", "add", pool, "--owner", "ops", "--limit", "1000000"
             )
             assert code == 0, out
             sub.wait_for_version(answer["version"], 10)
             pools = {p.pool_name: p for p in sub.list_cache_pools()}
             assert pools[pool].owner_name == "ops" and pools[pool].limit == 1000000
-            code, answer, out = admin(proc, "cache", "sales.orders", "--pool", pool)
+            code, answer, out = proc.admin("cache", "sales.orders", "--pool", pool)
             assert code == 0, out
             sub.wait_for_version(answer["version"], 10)
             assert sub.cached_tables(pool) == ["sales.orders"]
             assert all(p.is_marked_cached for p in sub.list_partitions("sales.orders"))
-            code, answer, out = admin(proc, "cache", "sales.customers", "--pool", pool)
+            code, answer, out = proc.admin("cache", "sales.customers", "--pool", pool)
             assert code == 0, out
-            code, answer, out = admin(proc, "cache-pool", "remove", pool)
+            code, answer, out = proc.admin("cache-pool", "remove", pool)
             assert (
                 code == 6 and answer["status"] == "CONFLICT" and "sales.orders" in answer["message"]
             )
             # Bad input: negative limit, unknown pool, unknown table, unknown partition.
-            assert admin(proc, "cache-pool", "add", "neg", "--limit", "-5")[0] == 2
-            assert admin(proc, "cache", "sales.orders", "--pool", "nosuchpool")[0] == 4
-            assert admin(proc, "cache", "sales.nosuch", "--pool", pool)[0] == 4
+            assert proc.admin("cache-pool", "add", "neg", "--limit", "-5")[0] == 2
+            assert proc.admin("cache", "sales.orders", "--pool", "nosuchpool")[0] == 4
+            assert proc.admin("cache", "sales.nosuch", "--pool", pool)[0] == 4
             assert (
-                admin(
-                    proc,
+                proc.admin(
                     "cache",
                     "sales.orders",
                     "--partition",
@@ -221,16 +191,16 @@ def test_cache_pool_lifecycle_conflicts_and_persistence(warehouse, tmp_path: Pat
                 )[0]
                 == 4
             )
-            code, answer, out = admin(proc, "cache-pool", "alter", pool, "--no-limit")
+            code, answer, out = proc.admin("cache-pool", "alter", pool, "--no-limit")
             assert code == 0, out
             sub.wait_for_version(answer["version"], 10)
             assert {p.pool_name: p for p in sub.list_cache_pools()}[pool].limit is None
-            code, answer, out = admin(proc, "uncache", "sales.orders")
+            code, answer, out = proc.admin("uncache", "sales.orders")
             assert code == 0, out
             sub.wait_for_version(answer["version"], 10)
             assert sub.cached_tables(pool) == ["sales.customers"]
             assert not any(p.is_marked_cached for p in sub.list_partitions("sales.orders"))
-        code, _, out = admin(proc, "audit", "--limit", "50")
+        code, _, out = proc.admin("audit", "--limit", "50")
         assert code == 0, out
         text = subprocess.run(
             [
@@ -261,8 +231,8 @@ def test_cache_pool_lifecycle_conflicts_and_persistence(warehouse, tmp_path: Pat
             wait_until(
                 lambda: sub.cached_tables(pool) == ["sales.customers"], what="marks after restart"
             )
-        code, answer, out = admin(again, "uncache", "sales.customers")
+        code, answer, out = again.admin("uncache", "sales.customers")
         assert code == 0, out
-        assert admin(again, "cache-pool", "remove", pool)[0] == 0
+        assert again.admin("cache-pool", "remove", pool)[0] == 0
     finally:
         again.stop()

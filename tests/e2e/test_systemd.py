@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -15,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from catalogd_process import CatalogdProcess, free_port
+from polling import wait_until
 
 import idl
 from catalogd.metastore.client import MetastoreClient
@@ -144,25 +142,14 @@ def test_metrics_move_with_subscribers_and_admin_commands(
                         name=db, description="", locationUri=f"file:/tmp/{db}", parameters={}
                     )
                 )
-            result = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "catalogd.cli",
-                    "admin",
-                    "--endpoint",
-                    proc.admin_endpoint,
-                    "--json",
-                    "invalidate",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            assert result.returncode == 0, result.stderr
-            version = json.loads(result.stdout)["version"]
+            code, answer, out = proc.admin("invalidate")
+            assert code == 0, out
+            version = answer["version"]
             sub.wait_for_version(version, 30)
-            time.sleep(2.5)  # the supervision loop copies stats once a second
+            # The supervision loop copies the stats once a second.
+            wait_until(
+                lambda: scrape().get("catalogd_catalog_version", 0) >= version, what="metrics"
+            )
             after = scrape()
         assert after["catalogd_catalog_version"] >= version
         assert after['catalogd_admin_commands_total{command="invalidate",outcome="ok"}'] == 1

@@ -10,10 +10,11 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 import zmq
+from polling import wait_until
 
 import idl
 from catalogd.server import CatalogServer, ServerConfig
@@ -29,14 +30,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        time.sleep(0.01)
 
 
 def make_server(port: int | None = None, **kw: object) -> CatalogServer:
