@@ -8,6 +8,7 @@ admin endpoint maps to status codes. Handlers run on admin worker threads.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,7 +165,7 @@ def cache(ops: Operations, store: StateStore, request: Any) -> AdminResult:
     for partition in partitions:
         if partition is not None:
             key = f"HDFS_PARTITION:{name.db}.{name.table}:{partition}"
-            if not ops.server.submit(lambda c, k=key: k in c).result():
+            if not ops.server.submit(functools.partial(_contains, key=key)).result():
                 raise NotFoundError(f"partition {partition} of {name} not found")
     if request.command == Cmd.CACHE:
         pool = dict(request.options or {}).get("pool", "")
@@ -230,3 +231,7 @@ def handlers(
         table[Cmd.CACHE] = table[Cmd.UNCACHE] = lambda request: cache(ops, store, request)
         table[Cmd.AUDIT] = lambda request: audit(store, request)
     return table
+
+
+def _contains(catalog: Catalog, key: str) -> bool:
+    return key in catalog

@@ -21,6 +21,7 @@ change to its name or to the table (events see those as ALTER_PARTITION/INSERT).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -191,7 +192,7 @@ class ChangeDetector:
         events = self._call(
             client.get_next_notification, self.stats.last_event_id, self._event_batch
         )
-        fresh = []
+        fresh: list[Any] = []
         for event in events:
             if event.eventId <= self.stats.last_event_id or any(
                 e.eventId == event.eventId for e in fresh
@@ -243,7 +244,7 @@ class ChangeDetector:
             except NotFoundError:
                 self._relist(db)
                 continue
-            known = self.ops.server.submit(lambda c, d=db: plans.table_names_of(c, d)).result()
+            known = self.ops.server.submit(functools.partial(plans.table_names_of, db=db)).result()
             if db not in ours or names != known:
                 self._relist(db)
             self._poll_tables(db, sorted(names & known))
@@ -253,7 +254,9 @@ class ChangeDetector:
         for start in range(0, len(names), 100):
             batch = names[start : start + 100]
             tables = self._call(source.get_tables, db, batch)
-            state = self.ops.server.submit(lambda c, b=batch: _fingerprints(c, db, b)).result()
+            state = self.ops.server.submit(
+                functools.partial(_fingerprints, db=db, names=batch)
+            ).result()
             for table in tables:
                 name = table.tableName.lower()
                 ours = state.get(name)

@@ -14,6 +14,7 @@ So a slow background load can never overwrite a newer refresh or invalidate.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -110,7 +111,7 @@ class Operations:
                 tables = source.table_names(name)
             except NotFoundError:
                 if db is not None:
-                    self._run(lambda c, n=name: plans.remove_database(c, n))
+                    self._run(functools.partial(plans.remove_database, db=name))
                     raise
                 continue  # dropped while listing
             payload = codec.encode_object(convert.database_object(database))
@@ -162,7 +163,10 @@ class Operations:
             caching.apply_marks(objects, self.cache_marks.get((db, table), {}))
             payloads = convert.encode_all(objects)
             if self._commit_if(
-                db, table, epoch, lambda c, p=payloads: plans.table(c, db, table, p)
+                db,
+                table,
+                epoch,
+                functools.partial(plans.table, db=db, name=table, payloads=payloads),
             ):
                 return self.version()
         raise BusyError(f"table {db}.{table} kept changing while loading; try again")
@@ -206,7 +210,7 @@ class Operations:
             caching.apply_marks(objects, self.cache_marks.get((db, table), {}))
             payloads = convert.encode_all(objects)
             if self._commit_if(
-                db, table, epoch, lambda c, p=payloads: plans.partitions(c, keys, p)
+                db, table, epoch, functools.partial(plans.partitions, keys=keys, payloads=payloads)
             ):
                 return self.version()
         raise BusyError(f"table {db}.{table} kept changing while refreshing; try again")

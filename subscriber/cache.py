@@ -35,6 +35,7 @@ class PartitionBucket(dict[str, Entry]):
     ``(column, value)`` so partial-spec lookups touch only matching names."""
 
     __slots__ = ("_index",)
+    _index: dict[tuple[str, str], list[str]]
 
     def index(self) -> dict[tuple[str, str], list[str]]:
         try:
@@ -80,7 +81,7 @@ class PartitionSet:
         """Partitions whose ``column=value`` pairs include every pair of ``spec``
         (column names lower-case, values unescaped), like HMS get_partitions_ps."""
         pairs = list(spec.items())
-        found = []
+        found: list[tuple[str, Entry]] = []
         for bucket in self.buckets:
             if not bucket:
                 continue

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from typing import Any
 
 import idl
-from subscriber.types import column_type
 from subscriber import codec
 from subscriber.keys import (
     database_key,
@@ -25,6 +25,7 @@ from subscriber.keys import (
     partition_key,
     table_key,
 )
+from subscriber.types import column_type
 
 co = idl.catalog_objects
 Exprs = co.Exprs
@@ -125,7 +126,7 @@ def storage_descriptor(table: object, sd: object | None) -> object:
     )
 
 
-def _columns(fields: Iterable[object] | None, start: int = 0) -> list[object]:
+def _columns(fields: Iterable[Any] | None, start: int = 0) -> list[Any]:
     return [
         co.TColumn(
             columnName=f.name.lower(),  # type: ignore[attr-defined]

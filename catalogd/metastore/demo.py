@@ -8,6 +8,7 @@ and a view. Idempotent: existing objects are left alone.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import idl
 from catalogd.metastore.client import MetastoreClient
@@ -23,7 +24,7 @@ _PARQUET = (
 )
 
 
-def _sd(cols: list[tuple[str, str]], location: str) -> object:
+def _sd(cols: list[tuple[str, str]], location: str) -> Any:
     return hms.StorageDescriptor(
         cols=[hms.FieldSchema(name=n, type=t, comment="") for n, t in cols],
         location=location,
@@ -40,7 +41,7 @@ def _sd(cols: list[tuple[str, str]], location: str) -> object:
 
 def _table(
     name: str, cols: list[tuple[str, str]], keys: list[tuple[str, str]], location: str
-) -> object:
+) -> Any:
     now = int(time.time())
     return hms.Table(
         tableName=name,
