@@ -4,9 +4,14 @@ One thread (``catalogd-detector``) runs a cycle every ``interval_s``:
 
 * **events** (when the HMS logs them, i.e. a notification listener is
   configured): read ``get_next_notification`` after the last id seen and
-  reload exactly what the events name. Duplicate and late ids are skipped.
-  A jump in ids (events expired before we read them) triggers one polling
-  cycle over everything, never a wedge.
+  reload exactly what the events name. An event is known by its content as
+  well as its id: HMS 2.x takes ids unlocked, so racing writers can log two
+  different events under one id, or commit one under an id already read. So
+  each cycle also re-reads the ids first read in the last ``event_late_s``
+  (one more HMS call, none when HMS was quiet that long) for late commits,
+  and replays of an event already handled are skipped. A jump in ids (events
+  expired before we read them) triggers one polling cycle over everything,
+  never a wedge.
 * **polling** (otherwise): compare HMS with the catalog by fingerprint —
   database names, table names per database, each loaded table's
   ``transient_lastDdlTime`` (tables fetched 100 per call) and partition names
@@ -57,6 +62,7 @@ class DetectorStats:
     cycles: int = 0
     events: int = 0
     duplicate_events: int = 0
+    late_events: int = 0
     event_gaps: int = 0
     hms_calls: int = 0
     reloads: int = 0
@@ -92,6 +98,8 @@ class ChangeDetector:
             ``"events"``, ``"poll"`` or ``"off"``.
         start_event_id: the HMS event id read *before* the initial load, so
             nothing committed in between is missed.
+        event_late_s: how long after first reading an id the detector still
+            looks for a late event under it (remembering what it handled).
     """
 
     def __init__(
@@ -104,6 +112,7 @@ class ChangeDetector:
         mode: str = "auto",
         max_calls_per_s: float = 100.0,
         event_batch: int = 1000,
+        event_late_s: float = 10.0,
         start_event_id: int = 0,
         privileges_interval_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -118,6 +127,10 @@ class ChangeDetector:
         self.mode = mode
         self.stats = DetectorStats(last_event_id=start_event_id)
         self._event_batch = event_batch
+        self._late_s = event_late_s
+        # Ids read in the last event_late_s: when first read, and the events handled.
+        self._first_read: dict[int, float] = {}
+        self._handled: dict[int, set[int]] = {}
         self._budget = _Budget(max_calls_per_s, clock, sleep)
         self._clock = clock
         self._stop = threading.Event()
@@ -189,27 +202,45 @@ class ChangeDetector:
 
     def _events_cycle(self) -> None:
         client = self.ops.source().client  # type: ignore[attr-defined]
-        events = self._call(
-            client.get_next_notification, self.stats.last_event_id, self._event_batch
-        )
-        fresh: list[Any] = []
+        last, now = self.stats.last_event_id, self._clock()
+        events = self._call(client.get_next_notification, last, self._event_batch)
+        recent = [i for i, t in self._first_read.items() if t >= now - self._late_s and i <= last]
+        if recent:
+            behind = self._call(client.get_next_notification, min(recent) - 1, self._event_batch)
+            events = [e for e in behind if e.eventId <= last] + events
+        fresh: list[tuple[Any, int]] = []
+        in_batch: set[int] = set()
         for event in events:
-            if event.eventId <= self.stats.last_event_id or any(
-                e.eventId == event.eventId for e in fresh
-            ):
-                self.stats.duplicate_events += 1
+            identity = _identity(event)
+            handled = self._handled.get(event.eventId, set())
+            if identity in handled or identity in in_batch:
+                if event.eventId > last:  # a re-read of the window is no duplicate
+                    self.stats.duplicate_events += 1
                 continue
-            fresh.append(event)
-        if not fresh:
-            return
+            if handled or event.eventId <= last:
+                self.stats.late_events += 1  # another event under an id already read
+            in_batch.add(identity)
+            fresh.append((event, identity))
+        if fresh:
+            self._apply_events(last, [event for event, _ in fresh])
+        # Only now (nothing raised): these count as handled, and reading moves on.
+        for event, identity in fresh:
+            self._handled.setdefault(event.eventId, set()).add(identity)
+            self._first_read.setdefault(event.eventId, now)
+        for event_id in [i for i, t in self._first_read.items() if t < now - self._late_s]:
+            del self._first_read[event_id]
+            self._handled.pop(event_id, None)
+        self.stats.last_event_id = max([last, *(e.eventId for e in events)])
+
+    def _apply_events(self, last: int, fresh: list[Any]) -> None:
+        """Reload what ``fresh`` events (read after id ``last``) name; raises on HMS errors."""
         fresh.sort(key=lambda e: e.eventId)
-        if fresh[0].eventId > self.stats.last_event_id + 1 and self.stats.last_event_id > 0:
+        ahead = [e.eventId for e in fresh if e.eventId > last]
+        if ahead and ahead[0] > last + 1 and last > 0:
             # Ids were skipped: those events expired (or were never readable).
             self.stats.event_gaps += 1
             log.warning(
-                "HMS events %d..%d are gone; reloading by fingerprints",
-                self.stats.last_event_id + 1,
-                fresh[0].eventId - 1,
+                "HMS events %d..%d are gone; reloading by fingerprints", last + 1, ahead[0] - 1
             )
             self._poll_cycle()
         dbs: set[str] = set()
@@ -228,7 +259,6 @@ class ChangeDetector:
         for db, table in sorted(tables):
             if db not in dbs or self._known(db, table):
                 self._reload(db, table)
-        self.stats.last_event_id = fresh[-1].eventId
 
     # -- polling ------------------------------------------------------------------------
 
@@ -303,6 +333,20 @@ class ChangeDetector:
 
     def _known(self, db: str, table: str) -> bool:
         return bool(self.ops.server.submit(lambda c: c.table_keys(db, table)).result())
+
+
+def _identity(event: Any) -> int:
+    """What tells apart two events that HMS logged under one id."""
+    return hash(
+        (
+            event.eventId,
+            event.eventTime,
+            event.eventType,
+            event.dbName,
+            event.tableName,
+            event.message,
+        )
+    )
 
 
 def _databases(catalog: Catalog) -> set[str]:

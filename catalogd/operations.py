@@ -236,7 +236,8 @@ class Operations:
         from catalogd.privileges import load_privileges, owners_of
 
         client = self.source().client  # type: ignore[attr-defined]
-        holders = owners_of(self.server.submit(_owner_objects).result())
+        payloads = self.server.submit(_owner_payloads).result()
+        holders = owners_of(_decode_owners(payloads))
         holders |= _grant_holders(client, self.server.submit(_table_names).result())
         objects = load_privileges(client, principals=sorted(holders), server_name=server_name)
         payloads = convert.encode_all(objects)
@@ -288,14 +289,22 @@ def _canonical_partition(spec: str, columns: list[str], table: str) -> str:
     return make_partition_name(columns, [v for _, v in pairs])
 
 
-def _owner_objects(catalog: Catalog) -> list[Any]:
-    """Decoded DATABASE and loaded TABLE headers (their owners hold Spark's grants)."""
+def _owner_payloads(catalog: Catalog) -> list[bytes]:
+    """Encoded DATABASE and TABLE headers (decoded by the caller, off the server thread)."""
+    return [
+        e.payload
+        for e in catalog.live_entries()
+        if e.payload is not None and e.key.startswith(("DATABASE:", "TABLE:"))
+    ]
+
+
+def _decode_owners(payloads: list[bytes]) -> list[Any]:
+    """Databases and loaded tables: their owners hold Spark's owner grants."""
     objects = []
-    for entry in catalog.live_entries():
-        if entry.key.startswith(("DATABASE:", "TABLE:")) and entry.payload is not None:
-            obj = codec.decode_object(entry.payload)
-            if obj.db is not None or (obj.table is not None and obj.table.metastore_table):
-                objects.append(obj)
+    for payload in payloads:
+        obj = codec.decode_object(payload)
+        if obj.db is not None or (obj.table is not None and obj.table.metastore_table):
+            objects.append(obj)
     return objects
 
 
