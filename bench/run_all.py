@@ -1,0 +1,94 @@
+"""Run every benchmark and print one summary table (measure, value, target, met?).
+
+::
+
+    .venv/bin/python bench/run_all.py            # full sizes (tens of minutes on a first run)
+    .venv/bin/python bench/run_all.py --quick    # small sizes, a few minutes
+    .venv/bin/python bench/run_all.py --only propagation,wire
+
+Each benchmark runs in its own process (so one's memory and threads cannot skew
+the next) and hands its rows back through a JSON file. The codec benchmark
+(``codec_bench.py``) prints its own tables and adds no rows. A benchmark that
+fails is reported in the summary; the run goes on and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from measure import Result, cpu_note, load_results, print_results
+
+HERE = Path(__file__).resolve().parent
+QUICK_HMS = [
+    "--data-dir", "/tmp/catalogd-bench-hms-quick", "--tables", "10", "--table-dts", "5",
+    "--table-regions", "4", "--big-dts", "20", "--big-regions", "50",
+]  # fmt: skip
+
+# name -> (script, full-size arguments, quick arguments)
+BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
+    "load": ("load_bench.py", [], [*QUICK_HMS, "--loads", "1", "--calls", "200"]),
+    "cache": ("cache_vs_hms.py", [], [
+        *QUICK_HMS, "--hms-calls", "100", "--cache-calls", "20000", "--warm-rounds", "5"]),
+    "propagation": ("propagation.py", [], [
+        "--subscribers", "1,5,10", "--changes", "50", "--rate", "20"]),
+    "sync": ("sync_bench.py", [], ["--tables", "100", "--dts", "10", "--regions", "10"]),
+    "wire": ("wire_bench.py", [], ["--dts", "100", "--regions", "100"]),
+    "codec": ("codec_bench.py", [], ["--n", "20000", "--repeat", "1"]),
+}  # fmt: skip
+
+
+def run_one(name: str, quick: bool, workdir: Path) -> tuple[list[Result], float, str | None]:
+    """Run one benchmark script; returns (rows, seconds, error or None)."""
+    script, full, small = BENCHMARKS[name]
+    out = workdir / f"{name}.json"
+    command = [sys.executable, str(HERE / script), *(small if quick else full)]
+    if name != "codec":
+        command += ["--results-json", str(out)]
+    print(f"\n#### {name}: {' '.join(command[1:])}", flush=True)
+    started = time.monotonic()
+    code = subprocess.call(command)
+    seconds = time.monotonic() - started
+    if code != 0:
+        return [], seconds, f"exited with code {code}"
+    return (load_results(out) if out.exists() else []), seconds, None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument(
+        "--only",
+        default=",".join(BENCHMARKS),
+        help=f"comma-separated subset of {', '.join(BENCHMARKS)}",
+    )
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    print(f"catalogd benchmarks ({'quick' if args.quick else 'full'}); {cpu_note()}")
+    rows: list[Result] = []
+    timings = []
+    with tempfile.TemporaryDirectory(prefix="catalogd-bench-") as tmp:
+        for name in names:
+            results, seconds, error = run_one(name, args.quick, Path(tmp))
+            timings.append(f"{name} {seconds:.0f} s" + (f" ({error})" if error else ""))
+            if error:
+                rows.append(Result(f"{name}: FAILED", 0.0, "", note=error))
+            rows += results
+    print_results(f"summary ({'quick' if args.quick else 'full'} sizes)", rows)
+    missed = [r for r in rows if r.met is False]
+    print(
+        f"\n{len(rows)} measures, {sum(r.met is True for r in rows)} targets met, "
+        f"{len(missed)} missed; times: {', '.join(timings)}; {cpu_note()}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

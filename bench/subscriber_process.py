@@ -1,0 +1,147 @@
+"""The subscriber side of the multi-process benchmarks; each one runs as its own process.
+
+::
+
+    python bench/subscriber_process.py fanout ENDPOINT RAW_PUB REPORT INDEX
+    python bench/subscriber_process.py sync ENDPOINT REPORT TIMEOUT_S
+
+Started with ``subprocess`` by ``propagation.py`` and ``sync_bench.py``, never
+imported by them, so a child loads only pyzmq and ``subscriber`` (like a Spark
+driver would) and nothing of the benchmark's own set-up. Results go back as one
+JSON message on a ZeroMQ PUSH socket connected to ``REPORT``.
+
+Times are ``time.monotonic()`` readings: on Linux that is ``CLOCK_MONOTONIC``,
+one clock for the whole machine, so readings taken in different processes
+compare directly (no round-trip halving needed).
+
+fanout: a raw SUB on ``RAW_PUB`` (the bench's plain pyzmq PUB) plus a
+``CatalogSubscriber``. Raw messages: ``H`` (hello: answer ``ready`` once synced),
+``P`` + 8-byte sequence + padding (record its arrival), ``E`` + final version
+(wait for that version, then report every arrival and every applied version).
+
+sync: measure RSS, start a ``CatalogSubscriber``, time ``start()`` to
+``wait_synced``, measure RSS again, report.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import zmq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from measure import peak_rss_bytes, rss_bytes  # noqa: E402
+
+from subscriber.api import CatalogSubscriber  # noqa: E402
+from subscriber.cache import ChangeEvent  # noqa: E402
+
+
+def fanout(endpoint: str, raw_pub: str, report: str, index: int) -> None:
+    ctx = zmq.Context()
+    push = ctx.socket(zmq.PUSH)
+    push.connect(report)
+    raw = ctx.socket(zmq.SUB)
+    raw.setsockopt(zmq.SUBSCRIBE, b"")
+    raw.connect(raw_pub)
+    applied: list[tuple[int, float]] = []
+    arrivals: list[tuple[int, float]] = []
+    cpu_marks = [0.0, 0.0]  # process CPU seconds at the first and the latest raw message
+
+    def on_change(event: ChangeEvent) -> None:
+        applied.append((event.version, time.monotonic()))  # list.append: no lock needed
+
+    sub = CatalogSubscriber(endpoint, client_id=f"fanout-{index}")
+    sub.add_listener(on_change)
+    sub.start()
+    sub.wait_synced(300)
+    ready = False
+    try:
+        while True:
+            frame = raw.recv()
+            now = time.monotonic()
+            kind = frame[:1]
+            if kind == b"P":
+                arrivals.append((int.from_bytes(frame[1:9], "big"), now))
+                cpu_marks[0 if len(arrivals) == 1 else 1] = time.process_time()
+            elif kind == b"H" and not ready:
+                ready = True
+                push.send_json({"index": index, "ready": True})
+            elif kind == b"E":
+                sub.wait_for_version(int(frame[1:]), 120)
+                # CPU of the whole process (all threads, libzmq's too) in each phase.
+                cpu_raw = cpu_marks[1] - cpu_marks[0]
+                cpu_ours = time.process_time() - cpu_marks[1]
+                push.send_json(
+                    {
+                        "index": index,
+                        "raw": arrivals,
+                        "applied": applied,
+                        "gaps": sub.gaps,
+                        "cpu_raw": cpu_raw,
+                        "cpu_ours": cpu_ours,
+                    }
+                )
+                return
+    finally:
+        sub.close()
+        push.close(linger=5000)
+        raw.close(linger=0)
+        ctx.term()
+
+
+def sync(endpoint: str, report: str, timeout_s: float) -> None:
+    ctx = zmq.Context()
+    push = ctx.socket(zmq.PUSH)
+    push.connect(report)
+    result: dict[str, Any] = {}
+    gc.collect()
+    before = rss_bytes()
+    started, cpu_started = time.monotonic(), time.process_time()
+    sub = CatalogSubscriber(endpoint, client_id="sync-bench").start()
+    try:
+        sub.wait_synced(timeout_s)
+        result["sync_s"] = time.monotonic() - started
+        result["cpu_s"] = time.process_time() - cpu_started  # every thread of the process
+        result["rss_synced"] = rss_bytes() - before
+        gc.collect()
+        result["rss_after_gc"] = rss_bytes() - before
+        # Give freed arenas back to the OS: what is left is what the cache holds.
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        result["rss_after_trim"] = rss_bytes() - before
+        result["peak_rss"] = peak_rss_bytes() - before
+        view = sub._machine.cache.view  # noqa: SLF001 - counting entries, read-only
+        result["entries"] = view.entry_count()
+        result["partitions"] = sum(len(p) for p in view.partitions.values())
+        result["version"] = sub.version
+        started = time.monotonic()
+        table = next(iter(view.partitions))
+        sub.get_table(table)
+        result["first_get_table_s"] = time.monotonic() - started
+    except Exception as exc:  # noqa: BLE001 - reported to the bench, which prints it
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        sub.close()
+    push.send_json(result)
+    push.close(linger=5000)
+    ctx.term()
+
+
+def main(argv: list[str]) -> int:
+    mode, *args = argv
+    if mode == "fanout":
+        fanout(args[0], args[1], args[2], int(args[3]))
+    elif mode == "sync":
+        sync(args[0], args[1], float(args[2]))
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

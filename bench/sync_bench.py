@@ -1,0 +1,174 @@
+"""New-subscriber sync of a big catalog: wall time and resident memory per partition.
+
+::
+
+    .venv/bin/python bench/sync_bench.py [--tables 1000] [--dts 100] [--regions 10]
+
+Builds ``tables`` tables of ``dts * regions`` partitions each (default 1,000 x
+1,000 = 1M) from realistic HMS structs converted with
+:mod:`catalogd.metastore.convert`, exactly as the loader does, and caches the
+encoded payloads in ``--data-dir`` (building 1M takes minutes; later runs
+reuse the file). The payloads are ``preload``-ed into an in-process
+:class:`CatalogServer`; then one subscriber process (``subscriber_process.py
+sync``) measures ``start()`` -> ``wait_synced`` and its RSS before and after.
+
+Also printed: the server's snapshot encoding time (its own chunk generator,
+run once before serving) and the snapshot's size, the sum of the frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import pickle
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import synthetic
+import zmq
+from measure import Result, add_output_argument, add_repo_to_path, cpu_note, finish
+
+add_repo_to_path()
+
+from catalogd.server import CatalogServer, ServerConfig  # noqa: E402
+
+DEFAULT_DIR = Path("/tmp/catalogd-bench-sync")
+WORKER = Path(__file__).with_name("subscriber_process.py")
+TARGET_SYNC_S = 10.0
+TARGET_BYTES_PER_PARTITION = 1024
+
+
+def _table(dts: int, regions: int, i: int) -> dict[str, bytes]:
+    return synthetic.table_payloads(synthetic.table_name(i), "file:/warehouse", dts, regions)
+
+
+def cached_catalog(data_dir: Path, tables: int, dts: int, regions: int) -> Iterator[dict]:
+    """Yield the database's payloads, then each table's: from the cache file, or built
+    (with one worker process per CPU) and written to it first."""
+    path = data_dir / f"catalog-{tables}x{dts}x{regions}.pickle"
+    if not path.is_file():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        partial_path = path.with_suffix(".partial")
+        build = partial(_table, dts, regions)
+        with partial_path.open("wb") as out, multiprocessing.get_context("spawn").Pool() as pool:
+            db = next(synthetic.catalog_payloads(0, dts, regions, warehouse="file:/warehouse"))
+            pickle.dump(db, out, protocol=5)
+            for n, payloads in enumerate(pool.imap(build, range(tables), chunksize=8), 1):
+                pickle.dump(payloads, out, protocol=5)
+                if n % 100 == 0:
+                    print(f"  built {n}/{tables} tables, {time.monotonic() - started:.0f} s")
+        partial_path.replace(path)
+        print(
+            f"built {tables * dts * regions} partitions via convert in "
+            f"{time.monotonic() - started:.1f} s; cached in {path}"
+        )
+    with path.open("rb") as f:
+        while True:
+            try:
+                yield pickle.load(f)
+            except EOFError:
+                return
+
+
+def run(
+    data_dir: Path, tables: int, dts: int, regions: int, timeout_s: float = 600
+) -> list[Result]:
+    print(f"sync: {tables} tables x {dts * regions} partitions; {cpu_note()}")
+    started = time.monotonic()
+    changes: dict[str, bytes] = {}
+    for payloads in cached_catalog(data_dir, tables, dts, regions):
+        changes.update(payloads)
+    partitions = tables * dts * regions
+    print(f"  catalog in memory: {len(changes)} objects in {time.monotonic() - started:.1f} s")
+    server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*"))
+    started = time.monotonic()
+    server.preload(changes)
+    preload_s = time.monotonic() - started
+    del changes
+    # The server's own snapshot generator (private, used read-only before start()):
+    # exactly the encoding work it does for a joining subscriber.
+    started = time.monotonic()
+    frames = list(server._snapshot_frames(None, None))  # noqa: SLF001
+    encode_s = time.monotonic() - started
+    snapshot_bytes = sum(len(f) for f in frames)
+    del frames
+    server.start()
+    ctx: zmq.Context = zmq.Context.instance()
+    pull = ctx.socket(zmq.PULL)
+    pull.bind("tcp://127.0.0.1:*")
+    report_ep = pull.getsockopt(zmq.LAST_ENDPOINT).decode()
+    server_cpu = time.process_time()  # this process is idle but for the server thread
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, str(WORKER), "sync", server.endpoint, report_ep, str(timeout_s)]
+        )
+        if not pull.poll(int((timeout_s + 60) * 1000)):
+            proc.kill()
+            raise TimeoutError("the subscriber process did not report")
+        report = pull.recv_json()
+        server_cpu = time.process_time() - server_cpu
+        proc.wait(timeout=60)
+    finally:
+        pull.close(linger=0)
+        server.close()
+    if "error" in report:
+        raise RuntimeError(f"subscriber process failed: {report['error']}")
+    per_part = report["rss_synced"] / partitions
+    print(
+        f"  subscriber: synced {report['entries']} entries (version {report['version']}) in "
+        f"{report['sync_s']:.2f} s; RSS +{report['rss_synced'] / 2**20:.0f} MiB synced, "
+        f"+{report['rss_after_gc'] / 2**20:.0f} after gc, "
+        f"+{report['rss_after_trim'] / 2**20:.0f} after malloc_trim, "
+        f"peak +{report['peak_rss'] / 2**20:.0f} MiB"
+    )
+    return [
+        Result(
+            f"sync {tables}x{dts * regions}: start() -> wait_synced",
+            report["sync_s"],
+            "s",
+            TARGET_SYNC_S,
+            note=f"{partitions / report['sync_s']:,.0f} partitions/s; CPU: subscriber "
+            f"{report['cpu_s']:.1f} s, server {server_cpu:.1f} s (2 cores, shared)",
+        ),
+        Result(
+            "sync: subscriber RSS per partition",
+            per_part,
+            "B",
+            TARGET_BYTES_PER_PARTITION,
+            note=f"after malloc_trim {report['rss_after_trim'] / partitions:.0f} B; peak "
+            f"{report['peak_rss'] / partitions:.0f} B",
+        ),
+        Result(
+            "sync: server snapshot encode",
+            encode_s,
+            "s",
+            note=f"{snapshot_bytes / 2**20:.1f} MiB in frames, "
+            f"{snapshot_bytes / partitions:.0f} B/partition",
+        ),
+        Result("sync: server preload (commit into the core)", preload_s, "s"),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DIR,
+        help=f"where built payloads are cached (default {DEFAULT_DIR})",
+    )
+    parser.add_argument("--tables", type=int, default=1000)
+    parser.add_argument("--dts", type=int, default=100)
+    parser.add_argument("--regions", type=int, default=10)
+    add_output_argument(parser)
+    args = parser.parse_args(argv)
+    return finish("sync", run(args.data_dir, args.tables, args.dts, args.regions), args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
