@@ -56,6 +56,10 @@ struct TDelta {
   // objects: catalog, privileges, principals, cache pools); a TDeltaCommit
   // then closes the set of parts.
   5: optional string database
+  // Set on the last part of a delta only: the entries per database of the
+  // whole delta, so a subscriber that follows every database needs no separate
+  // TDeltaCommit (one message per single-database delta).
+  6: optional map<string, i32> counts
 }
 
 // Closes a delta published in per-database parts: a filtering subscriber

@@ -101,6 +101,7 @@ class CatalogSubscriber:
             self._after_step,
         )
         self._listeners: tuple[Listener, ...] = ()
+        self._machine.cache.emit_events = False  # until someone listens
         self._changed = threading.Condition()
         self._memo: dict[tuple[str, int], Any] = {}
         self._privileges_memo: tuple[frozenset[str], Any] | None = None
@@ -204,9 +205,11 @@ class CatalogSubscriber:
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener(event)`` on the background thread for each change."""
         self._listeners = (*self._listeners, listener)
+        self._machine.cache.emit_events = True
 
     def remove_listener(self, listener: Listener) -> None:
         self._listeners = tuple(x for x in self._listeners if x is not listener)
+        self._machine.cache.emit_events = bool(self._listeners)
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -247,13 +247,16 @@ class CatalogCache:
     thread; :attr:`view` may be read from any thread at any time.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, emit_events: bool = True) -> None:
         self.view = CacheView()
+        self.emit_events = emit_events
+        """Whether install/apply report per-key events (off when nobody listens:
+        a first sync of a million partitions then creates no million events)."""
 
     def install(self, service_id: str, version: int, entries: Iterable[Entry]) -> list[ChangeEvent]:
         """Replace the whole cache with a snapshot; return what changed versus before."""
         new = build_view(service_id, version, entries)
-        events = _diff(self.view, new)
+        events = _diff(self.view, new) if self.emit_events else []
         self.view = new
         return events
 
@@ -270,7 +273,9 @@ class CatalogCache:
                 f"cached version {view.version}"
             )
         events: list[ChangeEvent] = []
-        self.view = _with_changes(view, delta.to_version, delta.entries, events)
+        self.view = _with_changes(
+            view, delta.to_version, delta.entries, events if self.emit_events else None
+        )
         return events
 
 

@@ -55,6 +55,8 @@ class DeltaPart:
     to_version: int
     database: str
     entries: tuple[Entry, ...]
+    counts: Mapping[str, int] | None = None
+    """Set on a delta's last part: the whole delta's entries per database."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,13 @@ class SyncMachine:
         key = (part.service_id, part.from_version, part.to_version)
         pending = self._pending.setdefault(key, _Pending())
         pending.parts[part.database] = part
+        if part.counts is not None and self.databases is None:
+            # The last part commits inline (a filtered subscriber waits for the
+            # separate commit, which counts only what it follows).
+            inline = Commit(part.service_id, part.from_version, part.to_version, part.counts)
+            committed = self.on_commit(inline, now)
+            committed.dropped += step.dropped
+            return committed
         return step
 
     def on_commit(self, commit: Commit, now: float) -> Step:
@@ -183,6 +192,11 @@ class SyncMachine:
             step.dropped += 1
             return step
         self._announced = max(self._announced, commit.to_version)
+        if self.phase is Phase.SYNCED and commit.to_version <= self.cache.view.version:
+            # Already applied (an inline commit came first, or a duplicate).
+            self._pending.pop((commit.service_id, commit.from_version, commit.to_version), None)
+            step.dropped += 1
+            return step
         pending = self._pending.pop(
             (commit.service_id, commit.from_version, commit.to_version), _Pending()
         )

@@ -11,7 +11,8 @@ PUB messages are two frames, ``[topic, body]``; ``body`` is a
 =============  =================  =============================================
 topic          body               meaning
 =============  =================  =============================================
-``d<db>\\0``    ``TDelta``         one database's part of a delta (``d\\0``: global)
+``d<db>\\0``    ``TDelta``         one database's part of a delta (``d\\0``: global);
+                                  the last part also carries the commit counts
 ``c``          ``TDeltaCommit``   closes a delta: entry counts per database
 ``h``          ``THeartbeat``     service id, newest version, interval
 =============  =================  =============================================
@@ -19,7 +20,9 @@ topic          body               meaning
 ZeroMQ filters by topic prefix at the publisher, so a subscriber that follows
 databases ``a`` and ``b`` subscribes to ``c``, ``h``, ``d\\0``, ``da\\0`` and
 ``db\\0`` and never receives another database's bytes. The NUL terminator
-keeps ``da\\0`` from matching database ``ab``.
+keeps ``da\\0`` from matching database ``ab``. A subscriber that follows
+everything subscribes to ``d`` and ``h`` only: the last part of a delta
+carries the commit counts, so a one-database change costs it one message.
 
 ROUTER/DEALER messages are one body frame (after the envelope): a packed
 ``TRequest`` or ``TResponse``.
@@ -28,6 +31,7 @@ ROUTER/DEALER messages are one body frame (after the envelope): a packed
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import idl
 from subscriber import codec
@@ -48,9 +52,13 @@ def delta_topic(database: str) -> bytes:
 
 
 def subscriptions(databases: Iterable[str] | None) -> list[bytes]:
-    """The SUB prefixes for following ``databases`` (None: everything)."""
+    """The SUB prefixes for following ``databases`` (None: everything).
+
+    Following everything needs no ``c`` messages: the last part of each delta
+    carries the commit counts, so a single-database delta is one message.
+    """
     if databases is None:
-        return [b""]
+        return [TOPIC_DELTA, TOPIC_HEARTBEAT]
     return [TOPIC_COMMIT, TOPIC_HEARTBEAT, delta_topic(GLOBAL)] + [
         delta_topic(db) for db in sorted(set(databases))
     ]
@@ -65,20 +73,24 @@ def entry_to_thrift(entry: Entry) -> object:
     return svc.TCatalogEntry(key=entry.key, version=entry.version, object=entry.payload)
 
 
-def entry_from_thrift(t: object) -> Entry:
-    key, version = getattr(t, "key", None), getattr(t, "version", None)
-    if not isinstance(key, str) or not isinstance(version, int):
-        raise ProtocolError("catalog entry without key or version")
-    payload = None if getattr(t, "removed", False) else getattr(t, "object", None)
-    if payload is None and not getattr(t, "removed", False):
-        raise ProtocolError(f"entry {key!r} has neither an object nor a removed flag")
-    return Entry(key, version, payload)
+def entry_from_thrift(t: Any) -> Entry:
+    """A core entry from a decoded ``TCatalogEntry`` (the codec checked its required fields)."""
+    if t.removed:
+        return Entry(t.key, t.version, None)
+    if t.object is None:
+        raise ProtocolError(f"entry {t.key!r} has neither an object nor a removed flag")
+    return Entry(t.key, t.version, t.object)
 
 
-def entries_from_thrift(items: object) -> tuple[Entry, ...]:
+def entries_from_thrift(items: Any) -> tuple[Entry, ...]:
     if not isinstance(items, list):
         raise ProtocolError("entry list missing")
-    return tuple(entry_from_thrift(t) for t in items)
+    # The hot loop of a snapshot: one tuple per entry, attribute reads only.
+    entries = tuple(Entry(t.key, t.version, None if t.removed else t.object) for t in items)
+    for entry, t in zip(entries, items, strict=True):
+        if entry.payload is None and not t.removed:
+            raise ProtocolError(f"entry {t.key!r} has neither an object nor a removed flag")
+    return entries
 
 
 # -- publications ----------------------------------------------------------------
@@ -89,6 +101,8 @@ def delta_messages(service_id: str, delta: Delta) -> list[tuple[bytes, bytes]]:
     by_db: dict[str, list[object]] = {}
     for entry in delta.entries:
         by_db.setdefault(database_of(entry.key), []).append(entry_to_thrift(entry))
+    counts = {db: len(items) for db, items in by_db.items()}
+    last = next(reversed(by_db)) if by_db else None
     messages = [
         (
             delta_topic(db),
@@ -99,7 +113,9 @@ def delta_messages(service_id: str, delta: Delta) -> list[tuple[bytes, bytes]]:
                     to_version=delta.to_version,
                     entries=items,
                     database=db,
-                )
+                    counts=counts if db == last else None,
+                ),
+                check=False,  # entries were validated when they entered the catalog
             ),
         )
         for db, items in by_db.items()
@@ -108,7 +124,7 @@ def delta_messages(service_id: str, delta: Delta) -> list[tuple[bytes, bytes]]:
         service_id=service_id,
         from_version=delta.from_version,
         to_version=delta.to_version,
-        counts={db: len(items) for db, items in by_db.items()},
+        counts=counts,
     )
     messages.append((TOPIC_COMMIT, codec.pack(commit)))
     return messages
@@ -138,7 +154,12 @@ def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbe
         _require(t, "service_id", "from_version", "to_version")
         database = t.database if t.database is not None else topic[1:-1].decode(errors="replace")
         return DeltaPart(
-            t.service_id, t.from_version, t.to_version, database, entries_from_thrift(t.entries)
+            t.service_id,
+            t.from_version,
+            t.to_version,
+            database,
+            entries_from_thrift(t.entries),
+            dict(t.counts) if t.counts is not None else None,
         )
     if kind == TOPIC_COMMIT and len(topic) == 1:
         t = codec.unpack(svc.TDeltaCommit, body)
