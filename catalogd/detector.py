@@ -17,9 +17,13 @@ One thread (``catalogd-detector``) runs a cycle every ``interval_s``:
   ``transient_lastDdlTime`` (tables fetched 100 per call) and partition names
   per partitioned table — and reload only what differs.
 
-Cost of a polling cycle on HMS: ``1 + D + ceil(T / 100) + P`` calls for ``D``
-databases, ``T`` loaded tables and ``P`` partitioned ones, spread so as to
-stay under ``max_calls_per_s`` (a cycle takes longer rather than exceed it).
+Cost on HMS: every cycle lists names, ``1 + D`` calls for ``D`` databases, so
+creates and drops are seen within one interval. Then it fingerprints tables
+(``ceil(T/100)`` bulk calls plus one partition-name call per partitioned table
+for ``T`` tables) for at most ``max_calls_per_s * interval_s`` calls, resuming
+where the previous cycle stopped: a full pass over ``T`` tables takes about
+``(T/100 + P) / max_calls_per_s`` seconds, and HMS never sees more than
+``max_calls_per_s`` calls per second from the detector.
 What polling cannot see: data written into an existing partition without a
 change to its name or to the table (events see those as ALTER_PARTITION/INSERT).
 """
@@ -66,6 +70,7 @@ class DetectorStats:
     event_gaps: int = 0
     hms_calls: int = 0
     reloads: int = 0
+    fingerprinted: int = 0
     mode: str = "off"
     last_cycle_s: float = 0.0
     last_event_id: int = 0
@@ -132,6 +137,8 @@ class ChangeDetector:
         self._first_read: dict[int, float] = {}
         self._handled: dict[int, set[int]] = {}
         self._budget = _Budget(max_calls_per_s, clock, sleep)
+        self._max_calls_per_s = max_calls_per_s
+        self._cursor = 0  # where the next fingerprint pass starts
         self._clock = clock
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="catalogd-detector", daemon=True)
@@ -263,11 +270,15 @@ class ChangeDetector:
     # -- polling ------------------------------------------------------------------------
 
     def _poll_cycle(self) -> None:
+        """Names of everything first (cheap: ``1 + D`` calls, so creates and drops
+        show up within one interval), then fingerprints of as many tables as fit
+        in one interval's call budget, resuming where the last cycle stopped."""
         source = self.ops.source()
         hms_dbs = {d.lower() for d in self._call(source.database_names)}
         ours = self.ops.server.submit(_databases).result()
         for db in sorted(ours - hms_dbs):
             self._relist(db)
+        tables: list[tuple[str, str]] = []
         for db in sorted(hms_dbs):
             try:
                 names = {t.lower() for t in self._call(source.table_names, db)}
@@ -277,29 +288,47 @@ class ChangeDetector:
             known = self.ops.server.submit(functools.partial(plans.table_names_of, db=db)).result()
             if db not in ours or names != known:
                 self._relist(db)
-            self._poll_tables(db, sorted(names & known))
+            tables.extend((db, t) for t in sorted(names & known))
+        self._poll_fingerprints(tables)
 
-    def _poll_tables(self, db: str, names: list[str]) -> None:
+    def _poll_fingerprints(self, tables: list[tuple[str, str]]) -> None:
+        if not tables:
+            return
+        budget = max(100, int(self._max_calls_per_s * self.interval_s))
+        start = self._cursor % len(tables)
+        rotated = tables[start:] + tables[:start]
+        spent = checked = 0
+        while checked < len(rotated) and spent < budget:
+            db = rotated[checked][0]
+            batch = [t for d, t in rotated[checked : checked + 100] if d == db]
+            spent += self._poll_tables(db, batch)
+            checked += len(batch)
+        self._cursor = (start + checked) % len(tables)
+        self.stats.fingerprinted += checked
+
+    def _poll_tables(self, db: str, names: list[str]) -> int:
+        """Compare one batch of tables with HMS; returns the HMS calls made."""
         source = self.ops.source()
-        for start in range(0, len(names), 100):
-            batch = names[start : start + 100]
-            tables = self._call(source.get_tables, db, batch)
-            state = self.ops.server.submit(
-                functools.partial(_fingerprints, db=db, names=batch)
-            ).result()
-            for table in tables:
-                name = table.tableName.lower()
-                ours = state.get(name)
-                if ours is None:  # a placeholder: the loader will read it
-                    continue
-                ddl_time, partitions = ours
-                if (table.parameters or {}).get("transient_lastDdlTime") != ddl_time:
-                    self._reload(db, name)
-                    continue
-                if table.partitionKeys:
-                    names_now = set(self._call(source.partition_names, db, name))
-                    if names_now != partitions:
-                        self._refresh_partitions(db, name, sorted(names_now ^ partitions))
+        calls = 1
+        tables = self._call(source.get_tables, db, names)
+        state = _fingerprints(
+            self.ops.server.submit(functools.partial(_catalog_state, db=db, names=names)).result()
+        )
+        for table in tables:
+            name = table.tableName.lower()
+            ours = state.get(name)
+            if ours is None:  # a placeholder: the loader will read it
+                continue
+            ddl_time, partitions = ours
+            if (table.parameters or {}).get("transient_lastDdlTime") != ddl_time:
+                self._reload(db, name)
+                continue
+            if table.partitionKeys:
+                calls += 1
+                names_now = set(self._call(source.partition_names, db, name))
+                if names_now != partitions:
+                    self._refresh_partitions(db, name, sorted(names_now ^ partitions))
+        return calls
 
     # -- actions --------------------------------------------------------------------------
 
@@ -353,18 +382,27 @@ def _databases(catalog: Catalog) -> set[str]:
     return {k.partition(":")[2] for k in catalog.keys_with_prefix("DATABASE:")}
 
 
-def _fingerprints(
+def _catalog_state(
     catalog: Catalog, db: str, names: list[str]
-) -> dict[str, tuple[str | None, set[str]]]:
-    """For loaded tables: (transient_lastDdlTime, partition names) as the catalog has them."""
+) -> dict[str, tuple[bytes, set[str]]]:
+    """For loaded tables: (encoded header, partition names), read on the server thread."""
     result = {}
     for name in names:
         entry = catalog.get(table_key(db, name)) or catalog.get(table_key(db, name, view=True))
         if entry is None or entry.payload is None or plans.is_placeholder(catalog, db, name):
             continue
-        table = codec.decode_object(entry.payload).table
-        params = (table.metastore_table.parameters or {}) if table.metastore_table else {}
         prefix_len = len(f"HDFS_PARTITION:{db}.{name}:")
-        partitions = {k[prefix_len:] for k in catalog.partition_keys(db, name)}
+        result[name] = (entry.payload, {k[prefix_len:] for k in catalog.partition_keys(db, name)})
+    return result
+
+
+def _fingerprints(
+    state: dict[str, tuple[bytes, set[str]]],
+) -> dict[str, tuple[str | None, set[str]]]:
+    """(transient_lastDdlTime, partition names) per table, decoded off the server thread."""
+    result = {}
+    for name, (payload, partitions) in state.items():
+        table = codec.decode_object(payload).table
+        params = (table.metastore_table.parameters or {}) if table.metastore_table else {}
         result[name] = (params.get("transient_lastDdlTime"), partitions)
     return result
