@@ -47,10 +47,20 @@ def open_metastore(stack: ExitStack, uris: tuple[str, ...], data_dir: Path) -> s
     if uris:
         return uris[0]
     from catalogd.metastore.embedded import EmbeddedMetastore
+    from catalogd.metastore.listener import find_javac
+    from subscriber.errors import MetastoreUnavailableError
 
+    try:
+        find_javac("java")
+        events = True  # our listener makes the embedded HMS log notification events
+    except MetastoreUnavailableError as exc:
+        log.warning("%s; change detection falls back to polling", exc)
+        events = False
     log.info("no HMS configured: starting the embedded Hive Metastore in %s", data_dir / "hms")
     metastore = stack.enter_context(
-        EmbeddedMetastore(data_dir / "hms", cache_dir=data_dir / "cache")
+        EmbeddedMetastore(
+            data_dir / "hms", cache_dir=data_dir / "cache", notification_events=events
+        )
     )
     log.info("embedded Hive Metastore listening at %s", metastore.uri)
     return metastore.uri
@@ -165,7 +175,7 @@ def serve(
         except CatalogError as exc:
             log.warning("loading privileges failed (retried by the poller): %s", exc)
         info = RuntimeInfo(hms_address=uri, names_published_s=time.monotonic() - started)
-        metrics.observe_load("names", info.names_published_s)
+        metrics.observe_load("names", time.monotonic() - started)
         server.start()
         stack.callback(server.close)
         table_loader = TableLoader(

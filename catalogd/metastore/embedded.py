@@ -14,6 +14,11 @@ archive of the classes the HMS loads (written by the first run as it exits);
 here that takes start-up from ~4-9 s to ~2 s. Benchmarks that measure HMS
 steady-state speed should pass ``fast_start=False``.
 
+With ``notification_events`` the HMS runs catalogd's listener
+(:mod:`catalogd.metastore.listener`, compiled with the machine's ``javac`` once
+and cached), so it logs notification events and catalogd's change detection
+can follow them instead of polling.
+
 Facts relied on (HMS 2.3.10; /work/shared/HMS-NOTES.md): the log4j2 context
 selector flag avoids a crash on a missing disruptor class; BoneCP is not in the
 wheel, so the pool is HikariCP; HMS 2.3 has no bind-host setting and listens on
@@ -40,6 +45,7 @@ from string import Template
 from types import TracebackType
 from xml.sax.saxutils import escape
 
+from catalogd.metastore import listener
 from subscriber.errors import InvalidRequestError, MetastoreUnavailableError
 
 __all__ = ["DerbyBackend", "EmbeddedMetastore", "PostgresBackend", "find_pyspark_jars"]
@@ -397,7 +403,10 @@ class EmbeddedMetastore:
 
     ``port=None`` picks a free port (retrying if another process takes it
     first). ``cache_dir`` keeps start-up artefacts between runs (AppCDS archive,
-    PostgreSQL DDL); without it each start does the slow path. Not thread-safe:
+    PostgreSQL DDL, the compiled listener); without it each start does the slow
+    path. ``notification_events`` makes the HMS log notification events with
+    catalogd's listener (needs ``javac``; its jar goes to ``cache_dir``, else to
+    ``data_dir/lib``); ``extra_conf`` is applied after its settings. Not thread-safe:
     one owner starts and stops it. A forgotten instance is killed when the
     interpreter exits.
     """
@@ -412,6 +421,7 @@ class EmbeddedMetastore:
         cache_dir: str | os.PathLike[str] | None = None,
         fast_start: bool = True,
         extra_conf: Mapping[str, str] = {},
+        notification_events: bool = False,
         jvm_args: Sequence[str] = (),
         startup_timeout_s: float = 120.0,
         stop_timeout_s: float = 30.0,
@@ -423,6 +433,7 @@ class EmbeddedMetastore:
         self._cache_dir = Path(cache_dir).resolve() if cache_dir is not None else None
         self._fast_start = fast_start
         self._extra_conf = dict(extra_conf)
+        self._notification_events = notification_events
         self._jvm_args = tuple(jvm_args)
         self._startup_timeout_s = startup_timeout_s
         self._stop_timeout_s = stop_timeout_s
@@ -469,6 +480,11 @@ class EmbeddedMetastore:
         return self._backend
 
     @property
+    def notification_events(self) -> bool:
+        """Whether this HMS logs notification events (runs catalogd's listener)."""
+        return self._notification_events
+
+    @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
@@ -489,8 +505,9 @@ class EmbeddedMetastore:
         """Start the HMS and block until it answers get_all_databases; returns self.
 
         Raises MetastoreUnavailableError (java missing or too old, pyspark
-        missing, the HMS died or did not answer within startup_timeout_s; the
-        message carries the tail of its log) and InvalidRequestError if running.
+        missing, javac missing or failing with ``notification_events``, the HMS
+        died or did not answer within startup_timeout_s; the message carries the
+        tail of its log) and InvalidRequestError if running.
         """
         if self._proc is not None:
             raise InvalidRequestError("the embedded metastore is already running")
@@ -506,6 +523,17 @@ class EmbeddedMetastore:
         classpath = [f"{jars}/*"]
         for sub in ("conf", "logs", "warehouse"):
             (self._data_dir / sub).mkdir(parents=True, exist_ok=True)
+        if self._notification_events:
+            classpath.append(
+                str(
+                    listener.listener_jar(
+                        jars,
+                        self._cache_dir or self._data_dir / "lib",
+                        java=self._java,
+                        timeout_s=max(1.0, deadline - time.monotonic()),
+                    )
+                )
+            )
         if isinstance(self._backend, PostgresBackend):
             if not self._backend.driver_jar.is_file():
                 raise MetastoreUnavailableError(
@@ -556,11 +584,12 @@ class EmbeddedMetastore:
     # -- internals
 
     def _write_conf(self) -> None:
+        extra = listener.listener_properties() if self._notification_events else {}
         props = hive_site_properties(
             self._backend,
             data_dir=self._data_dir,
             warehouse_uri=f"file:{self.warehouse_dir}",
-            extra=self._extra_conf,
+            extra={**extra, **self._extra_conf},
         )
         site = self.conf_dir / "hive-site.xml"
         site.touch(mode=0o600)  # it may hold a database password
@@ -699,6 +728,7 @@ def deploy_templates() -> dict[str, str]:
         "log4j2.properties": render_log4j2("${DATA_DIR}/logs/hms.log"),
         "datanucleus.properties": datanucleus_properties(postgres),
         "postgres-extra.sql": POSTGRES_EXTRA_DDL,
+        listener.SOURCE_NAME: listener.listener_source(),
     }
 
 
@@ -722,6 +752,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "catalogd",
     )
     parser.add_argument("--no-fast-start", action="store_true", help="full JIT (benchmarks)")
+    parser.add_argument(
+        "--events", action="store_true", help="log notification events (compiles a listener)"
+    )
     parser.add_argument(
         "--write-templates",
         type=Path,
@@ -754,6 +787,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=args.port,
         cache_dir=args.cache_dir,
         fast_start=not args.no_fast_start,
+        notification_events=args.events,
     ) as hms:
         print(
             f"{hms.uri}  (started in {hms.startup_seconds:.1f} s; log: {hms.log_path})", flush=True
