@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from catalogd.operations import Operations
-from subscriber.errors import CatalogError
+from subscriber.errors import CatalogError, NotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +126,9 @@ class TableLoader:
             started = time.monotonic()
             try:
                 version = self.ops.load_table(*key, only_if_unloaded=True)
+            except NotFoundError as exc:
+                log.info("%s.%s was dropped before it could be loaded", *key)
+                outcome = (None, exc)
             except CatalogError as exc:
                 self.stats.failed += 1
                 log.warning("loading %s.%s failed: %s", key[0], key[1], exc)
