@@ -124,6 +124,7 @@ class TableLoader:
                     continue  # done already, or another worker has it
                 self._running.add(key)
             started = time.monotonic()
+            outcome: tuple[int | None, BaseException | None]
             try:
                 version = self.ops.load_table(*key, only_if_unloaded=True)
             except NotFoundError as exc:
@@ -132,7 +133,7 @@ class TableLoader:
             except CatalogError as exc:
                 self.stats.failed += 1
                 log.warning("loading %s.%s failed: %s", key[0], key[1], exc)
-                outcome: tuple[int | None, BaseException | None] = (None, exc)
+                outcome = (None, exc)
             except Exception as exc:  # noqa: BLE001 - a loader thread must survive
                 self.stats.failed += 1
                 log.exception("loading %s.%s failed", *key)
