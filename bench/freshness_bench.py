@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import synthetic
 import zmq
-from bench_hms import BIG, DEFAULT_DIR, HmsShape, running_hms
+from bench_hms import BIG, add_shape_arguments, running_hms, shape_from
 from measure import Result, add_output_argument, add_repo_to_path, finish, summarize
 
 add_repo_to_path()
@@ -195,7 +194,7 @@ def visibility(uri: str, warehouse: str, interval: float, rounds: int) -> list[R
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DIR)
+    add_shape_arguments(parser)
     parser.add_argument("--poll-tables", type=int, default=1000)
     parser.add_argument("--interval", type=float, default=5.0)
     parser.add_argument("--visibility-interval", type=float, default=1.0)
@@ -203,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     add_output_argument(parser)
     args = parser.parse_args(argv)
     results: list[Result] = []
-    with running_hms(args.data_dir, HmsShape()) as uri:
+    with running_hms(args.data_dir, shape_from(args), batch=args.batch) as uri:
         warehouse = f"file:{args.data_dir}/warehouse"
         ensure_poll_tables(uri, args.poll_tables, warehouse)
         server, ops, loader = start_catalogd(uri)

@@ -39,6 +39,8 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "sync": ("sync_bench.py", [], ["--tables", "100", "--dts", "10", "--regions", "10"]),
     "wire": ("wire_bench.py", [], ["--dts", "100", "--regions", "100"]),
     "codec": ("codec_bench.py", [], ["--n", "20000", "--repeat", "1"]),
+    "freshness": ("freshness_bench.py", [], [*QUICK_HMS, "--poll-tables", "100", "--rounds", "3"]),
+    "state": ("state_bench.py", [], []),
 }  # fmt: skip
 
 
@@ -47,7 +49,7 @@ def run_one(name: str, quick: bool, workdir: Path) -> tuple[list[Result], float,
     script, full, small = BENCHMARKS[name]
     out = workdir / f"{name}.json"
     command = [sys.executable, str(HERE / script), *(small if quick else full)]
-    if name != "codec":
+    if name not in ("codec", "state"):
         command += ["--results-json", str(out)]
     print(f"\n#### {name}: {' '.join(command[1:])}", flush=True)
     started = time.monotonic()
