@@ -300,9 +300,15 @@ class ChangeDetector:
         spent = checked = 0
         while checked < len(rotated) and spent < budget:
             db = rotated[checked][0]
-            batch = [t for d, t in rotated[checked : checked + 100] if d == db]
-            spent += self._poll_tables(db, batch)
-            checked += len(batch)
+            # A contiguous run of one database (the rotation can wrap a database
+            # around the end of the list, so stop at the first other one).
+            batch_names = []
+            for table_db, name in rotated[checked : checked + 100]:
+                if table_db != db:
+                    break
+                batch_names.append(name)
+            spent += self._poll_tables(db, batch_names)
+            checked += len(batch_names)
         self._cursor = (start + checked) % len(tables)
         self.stats.fingerprinted += checked
 
