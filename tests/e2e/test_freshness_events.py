@@ -13,12 +13,12 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from catalogd_process import READY, CatalogdProcess, free_port
+from ddl_scenario import POLL_INTERVAL, run_ddl_scenario, visible
 from hms_support import record_measurement
 from spark_sql_server import SparkSql
 
@@ -28,29 +28,10 @@ from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore
 from catalogd.metastore.listener import LISTENER_CLASS
 from subscriber.api import CatalogSubscriber
-from subscriber.errors import NotFoundError
 
 svc = idl.catalog_service
 
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(300)]
-
-POLL_INTERVAL = 0.5  # the detector's cycle, as in the polling test
-MARGIN = 20.0  # generous: a shared 2-core machine also runs Spark and HMS
-
-
-def visible(condition: Callable[[], bool], what: str) -> float:
-    """Seconds until ``condition`` holds (fails after the interval plus a margin)."""
-    started = time.monotonic()
-    deadline = started + POLL_INTERVAL + MARGIN
-    while True:
-        try:
-            if condition():
-                return time.monotonic() - started
-        except NotFoundError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not visible within {POLL_INTERVAL + MARGIN}s")
-        time.sleep(0.02)
 
 
 @pytest.fixture(scope="module")
@@ -99,70 +80,14 @@ def change_detection(admin_endpoint: str) -> str:
     return str(answer["detail"]["change_detection"])
 
 
-def partitions(sub: CatalogSubscriber, table: str) -> list[str]:
-    return [p.partition_name for p in sub.list_partitions(table)]
-
-
 def test_spark_ddl_of_each_kind_reaches_subscribers(
     events_hms: EmbeddedMetastore, spark_sql: SparkSql, events_catalogd: CatalogdProcess
 ) -> None:
-    db = f"fresh_{uuid.uuid4().hex[:6]}"
-    table = f"{db}.clicks"
-    times: dict[str, float] = {}
     with MetastoreClient(events_hms.uri) as client:
         first_event = client.get_current_notification_event_id()
     with CatalogSubscriber(events_catalogd.endpoint) as sub:
         sub.wait_synced(30)
-
-        def step(name: str, sql: str, condition: Callable[[], bool]) -> None:
-            spark_sql.sql(sql)
-            times[name] = visible(condition, name)
-
-        step("create database", f"CREATE DATABASE {db}", lambda: db in sub.list_databases())
-        step(
-            "alter database properties",
-            f"ALTER DATABASE {db} SET DBPROPERTIES ('team'='web')",
-            lambda: (sub.get_database(db).metastore_db.parameters or {}).get("team") == "web",
-        )
-        step(
-            "create table",
-            f"CREATE TABLE {table} (id BIGINT, url STRING) PARTITIONED BY (dt STRING) "
-            "STORED AS PARQUET",
-            lambda: (
-                [
-                    c.columnName
-                    for c in sub.get_table(table, load=True, timeout=5).clustering_columns
-                ]
-                == ["dt"]
-            ),
-        )
-        step(
-            "insert into a new partition",
-            f"INSERT INTO {table} PARTITION (dt='2024-01-01') VALUES (1, 'a')",
-            lambda: partitions(sub, table) == ["dt=2024-01-01"],
-        )
-        step(
-            "alter table add partition",
-            f"ALTER TABLE {table} ADD PARTITION (dt='2024-01-02')",
-            lambda: partitions(sub, table) == ["dt=2024-01-01", "dt=2024-01-02"],
-        )
-        step(
-            "alter table drop partition",
-            f"ALTER TABLE {table} DROP PARTITION (dt='2024-01-01')",
-            lambda: partitions(sub, table) == ["dt=2024-01-02"],
-        )
-        step(
-            "alter table properties",
-            f"ALTER TABLE {table} SET TBLPROPERTIES ('team'='web')",
-            lambda: sub.get_table(table).metastore_table.parameters.get("team") == "web",
-        )
-        step(
-            "create view",
-            f"CREATE VIEW {db}.v AS SELECT id FROM {table}",
-            lambda: "v" in sub.list_tables(db),
-        )
-        step("drop table", f"DROP TABLE {table}", lambda: "clicks" not in sub.list_tables(db))
-        step("drop database", f"DROP DATABASE {db} CASCADE", lambda: db not in sub.list_databases())
+        db, times = run_ddl_scenario(spark_sql.sql, sub, alter_database=True)
         assert change_detection(events_catalogd.admin_endpoint) == "events"
 
     with MetastoreClient(events_hms.uri) as client:
