@@ -229,7 +229,10 @@ class SubscriberTransport:
                     if response is not None and self._response(response):
                         return
             while not self._requests.empty():
-                dealer.send(codec.pack(self._requests.get_nowait()), zmq.NOBLOCK)
+                # A full pipe drops a report or a load request: both are repeated
+                # (reports every second, loads by the waiting reader's timeout).
+                with contextlib.suppress(zmq.Again):
+                    dealer.send(codec.pack(self._requests.get_nowait()), zmq.NOBLOCK)
             if self._handle(self.machine.on_tick(time.monotonic())):
                 return
 
