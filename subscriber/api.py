@@ -52,6 +52,7 @@ Listener = Callable[[ChangeEvent], None]
 PartitionSpec = Mapping[str, str] | str | None
 
 _MEMO_LIMIT = 200_000
+_LOAD_RETRY_S = 3.0
 svc = idl.catalog_service
 _UNLOADED = idl.catalog_objects.TTableType.UNLOADED_TABLE
 
@@ -266,7 +267,6 @@ class CatalogSubscriber:
         request = svc.TRequest(
             load_table=svc.TLoadTableRequest(db_name=table_name.db, tbl_name=table_name.table)
         )
-        self._transport.send_request(request)
 
         def loaded() -> bool:
             try:
@@ -274,7 +274,20 @@ class CatalogSubscriber:
             except NotFoundError:
                 return True  # dropped meanwhile: the next read says so
 
-        self._wait(loaded, timeout, f"table {table_name} to load")
+        deadline = time.monotonic() + timeout
+        while True:
+            # Asked again every few seconds: a request lost with a reconnect or a
+            # full pipe must not leave the caller waiting for the background pool.
+            self._transport.send_request(request)
+            remaining = deadline - time.monotonic()
+            try:
+                self._wait(loaded, min(remaining, _LOAD_RETRY_S), f"table {table_name} to load")
+                break
+            except CatalogTimeoutError:
+                if remaining <= _LOAD_RETRY_S:
+                    raise CatalogTimeoutError(
+                        f"table {table_name} not loaded within {timeout:g}s"
+                    ) from None
         return self._decode(self._table_entry(table_name)).table
 
     def _table_entry(self, name: TableName) -> Entry:

@@ -230,7 +230,7 @@ class SubscriberTransport:
                         return
             while not self._requests.empty():
                 # A full pipe drops a report or a load request: both are repeated
-                # (reports every second, loads by the waiting reader's timeout).
+                # (reports every second, load requests every few seconds).
                 with contextlib.suppress(zmq.Again):
                     dealer.send(codec.pack(self._requests.get_nowait()), zmq.NOBLOCK)
             if self._handle(self.machine.on_tick(time.monotonic())):
