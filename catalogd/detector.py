@@ -275,7 +275,7 @@ class ChangeDetector:
         in one interval's call budget, resuming where the last cycle stopped."""
         source = self.ops.source()
         hms_dbs = {d.lower() for d in self._call(source.database_names)}
-        ours = self.ops.server.submit(_databases).result()
+        ours = self.ops.server.submit(plans.databases_in).result()
         for db in sorted(ours - hms_dbs):
             self._relist(db)
         tables: list[tuple[str, str]] = []
@@ -382,10 +382,6 @@ def _identity(event: Any) -> int:
             event.message,
         )
     )
-
-
-def _databases(catalog: Catalog) -> set[str]:
-    return {k.partition(":")[2] for k in catalog.keys_with_prefix("DATABASE:")}
 
 
 def _catalog_state(

@@ -46,7 +46,7 @@ def table_names_of(catalog: Catalog, db: str) -> set[str]:
 
 def unloaded_tables(catalog: Catalog, db: str | None = None) -> list[tuple[str, str]]:
     """(db, table) of every placeholder, optionally in one database."""
-    dbs = [db.lower()] if db is not None else sorted(_databases(catalog))
+    dbs = [db.lower()] if db is not None else sorted(databases_in(catalog))
     return [
         (d, t)
         for d in dbs
@@ -55,7 +55,8 @@ def unloaded_tables(catalog: Catalog, db: str | None = None) -> list[tuple[str, 
     ]
 
 
-def _databases(catalog: Catalog) -> set[str]:
+def databases_in(catalog: Catalog) -> set[str]:
+    """Names of the databases the catalog holds."""
     return {k.partition(":")[2] for k in catalog.keys_with_prefix("DATABASE:")}
 
 
@@ -98,7 +99,7 @@ def databases(catalog: Catalog, present: Iterable[str]) -> Changes:
     """Remove every database not in ``present`` (with all its objects)."""
     keep = {d.lower() for d in present}
     changes: Changes = {}
-    for db in _databases(catalog) - keep:
+    for db in databases_in(catalog) - keep:
         changes.update(remove_database(catalog, db))
     return changes
 
