@@ -43,12 +43,12 @@ from measure import (
 
 add_repo_to_path()
 
-from catalogd.loader import ThriftSource, load_catalog  # noqa: E402
 from catalogd.metastore import convert  # noqa: E402
 from catalogd.metastore.client import MetastoreClient  # noqa: E402
-from catalogd.server import CatalogServer, ServerConfig  # noqa: E402
+from catalogd.metastore.source import ThriftSource, load_catalog  # noqa: E402
+from catalogd.server.thread import CatalogServer, ServerConfig  # noqa: E402
 from subscriber.api import CatalogSubscriber  # noqa: E402
-from subscriber.keys import make_partition_name  # noqa: E402
+from subscriber.protocol.keys import make_partition_name  # noqa: E402
 
 TARGET_GET_TABLE = 1000.0
 TARGET_PARTITIONS = 100.0

@@ -11,7 +11,7 @@ measures, best of ``--repeat`` runs each:
 * thriftpy2's Cython binary protocol vs its compact protocol, encoding and
   decoding one object at a time and all of them as one list (a ``THdfsTable``
   whose ``partitions`` map holds them, Impala's whole-table form);
-* the cost of ``subscriber.codec``'s safety walk (``validate``) and of the
+* the cost of ``subscriber.protocol.codec``'s safety walk (``validate``) and of the
   public ``encode_object``/``decode_object``;
 * bytes per partition, raw and zlib level 1 (alone and as one list), zlib
   throughput, and how well frames of growing size compress (the basis of
@@ -38,7 +38,7 @@ from thriftpy2.protocol import TCompactProtocolFactory, TCyBinaryProtocolFactory
 from thriftpy2.transport import TCyMemoryBuffer  # noqa: E402
 
 import idl  # noqa: E402
-from subscriber import codec  # noqa: E402
+from subscriber.protocol import codec  # noqa: E402
 
 CO = idl.catalog_objects
 CS = idl.catalog_service

@@ -30,13 +30,13 @@ from measure import Result, add_output_argument, add_repo_to_path, finish, summa
 
 add_repo_to_path()
 
-from catalogd.commands import RuntimeInfo  # noqa: E402
-from catalogd.detector import ChangeDetector  # noqa: E402
-from catalogd.lazy import TableLoader  # noqa: E402
-from catalogd.loader import ThriftSource  # noqa: E402
+from catalogd.admin.handlers import RuntimeInfo  # noqa: E402
+from catalogd.freshness.detector import ChangeDetector  # noqa: E402
+from catalogd.freshness.operations import Operations  # noqa: E402
+from catalogd.freshness.table_loader import TableLoader  # noqa: E402
 from catalogd.metastore.client import MetastoreClient  # noqa: E402
-from catalogd.operations import Operations  # noqa: E402
-from catalogd.server import CatalogServer, ServerConfig  # noqa: E402
+from catalogd.metastore.source import ThriftSource  # noqa: E402
+from catalogd.server.thread import CatalogServer, ServerConfig  # noqa: E402
 from subscriber.api import CatalogSubscriber  # noqa: E402
 
 POLL_DB = "poll_bench"

@@ -23,9 +23,9 @@ from measure import Result, add_output_argument, add_repo_to_path, cpu_note, fin
 
 add_repo_to_path()
 
-from catalogd.loader import ThriftSource, load_catalog  # noqa: E402
 from catalogd.metastore import convert  # noqa: E402
 from catalogd.metastore.client import MetastoreClient  # noqa: E402
+from catalogd.metastore.source import ThriftSource, load_catalog  # noqa: E402
 
 # The HMS's JIT needs a few hundred calls: here the first 500 had a p50 of ~10 ms,
 # the next 500 of 2.4-5 ms.

@@ -42,8 +42,8 @@ from measure import Result, add_output_argument, add_repo_to_path, cpu_note, fin
 
 add_repo_to_path()
 
-from catalogd.server import CatalogServer, ServerConfig  # noqa: E402
-from subscriber import codec  # noqa: E402
+from catalogd.server.thread import CatalogServer, ServerConfig  # noqa: E402
+from subscriber.protocol import codec  # noqa: E402
 
 WORKER = Path(__file__).with_name("subscriber_process.py")
 CHANGED_KEY = "TABLE:bench.t0000"

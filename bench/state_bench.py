@@ -34,8 +34,8 @@ add_repo_to_path()
 
 import sqlalchemy as sa  # noqa: E402
 
-from catalogd.catalog import Catalog  # noqa: E402
-from catalogd.state import StateStore, sqlite_url  # noqa: E402
+from catalogd.core.catalog import Catalog  # noqa: E402
+from catalogd.state.store import StateStore, sqlite_url  # noqa: E402
 
 POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/{db}"
 MARIADB = "mysql+pymysql://root@127.0.0.1:3306/{db}"

@@ -34,7 +34,7 @@ from measure import Result, add_output_argument, add_repo_to_path, cpu_note, fin
 
 add_repo_to_path()
 
-from catalogd.server import CatalogServer, ServerConfig  # noqa: E402
+from catalogd.server.thread import CatalogServer, ServerConfig  # noqa: E402
 
 DEFAULT_DIR = Path("/tmp/catalogd-bench-sync")
 WORKER = Path(__file__).with_name("subscriber_process.py")

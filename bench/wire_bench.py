@@ -27,8 +27,8 @@ from measure import Result, add_output_argument, add_repo_to_path, cpu_note, fin
 
 add_repo_to_path()
 
-from catalogd.server import CatalogServer, ServerConfig  # noqa: E402
-from subscriber import codec, wire  # noqa: E402
+from catalogd.server.thread import CatalogServer, ServerConfig  # noqa: E402
+from subscriber.protocol import codec, wire  # noqa: E402
 from subscriber.sync import Commit  # noqa: E402
 
 TABLE = "huge"

@@ -14,8 +14,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from catalogd.admin import DEFAULT_ADMIN_PORT
-from subscriber.errors import (
+from catalogd.admin.endpoint import DEFAULT_ADMIN_PORT
+from subscriber.protocol.errors import (
     CatalogError,
     InvalidRequestError,
     NotFoundError,
@@ -199,12 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dump(args: argparse.Namespace) -> int:
-    from catalogd import loader
-    from catalogd.catalog import Catalog
+    from catalogd.core.catalog import Catalog
     from catalogd.daemon import open_metastore
     from catalogd.metastore import convert
+    from catalogd.metastore import source as loader
     from catalogd.metastore.client import MetastoreClient
-    from subscriber.keys import object_type_of
+    from subscriber.protocol.keys import object_type_of
 
     with ExitStack() as stack:
         uri = open_metastore(stack, (args.hms,) if args.hms else (), args.data_dir)
@@ -280,8 +280,8 @@ _STATUS_EXIT = {
 
 def _admin(args: argparse.Namespace) -> int:
     import idl
-    from catalogd.admin_client import AdminClient, response_dict
-    from subscriber.keys import TableName
+    from catalogd.admin.client import AdminClient, response_dict
+    from subscriber.protocol.keys import TableName
 
     cmd = idl.catalog_service.TAdminCommand
     fields: dict[str, Any] = {}

@@ -32,10 +32,10 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from catalogd.admin import DEFAULT_ADMIN_PORT
+from catalogd.admin.endpoint import DEFAULT_ADMIN_PORT
 from catalogd.metastore.client import parse_metastore_uri
-from catalogd.server import DEFAULT_PORT
-from subscriber.errors import InvalidRequestError
+from catalogd.server.thread import DEFAULT_PORT
+from subscriber.protocol.errors import InvalidRequestError
 
 try:
     import tomllib

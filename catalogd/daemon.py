@@ -22,20 +22,22 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from catalogd import caching, logs, plans
-from catalogd.admin import AdminServer, SubscriberBarrier
-from catalogd.commands import RuntimeInfo, handlers
+from catalogd import logs
+from catalogd.admin.endpoint import AdminServer, SubscriberBarrier
+from catalogd.admin.handlers import RuntimeInfo, handlers
 from catalogd.config import Config, ConfigError, diff, load_config
-from catalogd.detector import ChangeDetector
-from catalogd.lazy import TableLoader
-from catalogd.loader import ThriftSource
+from catalogd.core import cache_pools as caching
+from catalogd.core import plans
+from catalogd.freshness.detector import ChangeDetector
+from catalogd.freshness.operations import Operations
+from catalogd.freshness.table_loader import TableLoader
 from catalogd.metastore.client import MetastoreClient
+from catalogd.metastore.source import ThriftSource
 from catalogd.metrics import Metrics
 from catalogd.notify import Notifier
-from catalogd.operations import Operations
-from catalogd.server import CatalogServer, ServerConfig
-from catalogd.state import StateStore
-from subscriber.errors import CatalogError
+from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.state.store import StateStore
+from subscriber.protocol.errors import CatalogError
 
 log = logging.getLogger("catalogd")
 
@@ -48,7 +50,7 @@ def open_metastore(stack: ExitStack, uris: tuple[str, ...], data_dir: Path) -> s
         return uris[0]
     from catalogd.metastore.embedded import EmbeddedMetastore
     from catalogd.metastore.listener import find_javac
-    from subscriber.errors import MetastoreUnavailableError
+    from subscriber.protocol.errors import MetastoreUnavailableError
 
     try:
         find_javac("java")

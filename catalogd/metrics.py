@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from subscriber.errors import InvalidRequestError
+from subscriber.protocol.errors import InvalidRequestError
 
 __all__ = ["Metrics", "ServerStatsLike"]
 
@@ -39,7 +39,7 @@ _MIRRORED = {
 
 
 class ServerStatsLike(Protocol):
-    """What :meth:`Metrics.update_from` reads (``catalogd.server.ServerStats`` has it)."""
+    """What :meth:`Metrics.update_from` reads (``catalogd.server.thread.ServerStats`` has it)."""
 
     published_messages: int
     published_bytes: int

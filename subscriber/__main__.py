@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from subscriber.api import CatalogSubscriber
 from subscriber.cache import ChangeEvent
-from subscriber.errors import CatalogError
+from subscriber.protocol.errors import CatalogError
 
 
 def _parser() -> argparse.ArgumentParser:

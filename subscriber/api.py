@@ -12,7 +12,7 @@ cache that the background thread swaps in whole. Objects returned are shared
 decoded Thrift structs: treat them as read-only (copy before changing one).
 Listeners run on the background thread; one that raises is logged and kept.
 A subscriber belongs to the process that started it: using it in a forked child
-raises :class:`~subscriber.errors.ForkedProcessError`.
+raises :class:`~subscriber.protocol.errors.ForkedProcessError`.
 """
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import idl
-from subscriber import codec, privileges
+from subscriber import privileges
 from subscriber.cache import CacheView, ChangeEvent
-from subscriber.client import SubscriberTransport, TransportConfig, TransportStats
-from subscriber.delta import Entry
-from subscriber.errors import (
+from subscriber.protocol import codec
+from subscriber.protocol.delta import Entry
+from subscriber.protocol.errors import (
     CatalogTimeoutError,
     ForkedProcessError,
     InvalidRequestError,
     NotFoundError,
 )
-from subscriber.keys import (
+from subscriber.protocol.keys import (
     GLOBAL,
     TableName,
     database_key,
@@ -45,6 +45,7 @@ from subscriber.keys import (
     table_key,
 )
 from subscriber.sync import Step, SyncMachine
+from subscriber.transport import SubscriberTransport, TransportConfig, TransportStats
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ see one consistent version.
 Invariants:
 
 * A delta is applied only when it starts at the view's version
-  (:class:`~subscriber.delta.VersionGapError` otherwise, view untouched).
+  (:class:`~subscriber.protocol.delta.VersionGapError` otherwise, view untouched).
 * Copy-on-write is proportional to the change, not the catalog: partitions
   live in per-table sets of :data:`BUCKETS` hash buckets, so changing one
   partition of a 100k-partition table copies one bucket of ~1/64 of it.
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from subscriber.delta import Delta, Entry, VersionGapError
-from subscriber.keys import database_of, parse_partition_name
+from subscriber.protocol.delta import Delta, Entry, VersionGapError
+from subscriber.protocol.keys import database_of, parse_partition_name
 
 BUCKETS = 64
 _PARTITION = "HDFS_PARTITION"

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import idl
-from subscriber.errors import InvalidRequestError
-from subscriber.types import type_name
+from subscriber.protocol.errors import InvalidRequestError
+from subscriber.protocol.hive_types import type_name
 
 co = idl.catalog_objects
 

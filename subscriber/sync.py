@@ -1,6 +1,6 @@
 """The subscriber's synchronisation protocol as a pure state machine.
 
-The transport (:mod:`subscriber.client`) owns the sockets; it feeds decoded
+The transport (:mod:`subscriber.transport`) owns the sockets; it feeds decoded
 messages and clock ticks into :class:`SyncMachine` and carries out the
 :class:`Action` values it returns. Nothing here does I/O or reads a clock:
 time arrives as ``now`` arguments, so every path is testable in microseconds.
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from subscriber.cache import CatalogCache, ChangeEvent
-from subscriber.delta import Delta, Entry
-from subscriber.keys import GLOBAL
+from subscriber.protocol.delta import Delta, Entry
+from subscriber.protocol.keys import GLOBAL
 
 
 class Phase(Enum):

@@ -36,7 +36,7 @@ from thriftpy2.protocol.exc import TProtocolException
 from thriftpy2.transport import TBufferedTransportFactory, TSocket, TTransportException
 
 import idl
-from subscriber.errors import (
+from subscriber.protocol.errors import (
     InvalidRequestError,
     MetastoreError,
     MetastoreUnavailableError,

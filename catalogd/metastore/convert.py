@@ -18,14 +18,14 @@ from collections.abc import Iterable
 from typing import Any
 
 import idl
-from subscriber import codec
-from subscriber.keys import (
+from subscriber.protocol import codec
+from subscriber.protocol.hive_types import column_type
+from subscriber.protocol.keys import (
     database_key,
     make_partition_name,
     partition_key,
     table_key,
 )
-from subscriber.types import column_type
 
 co = idl.catalog_objects
 Exprs = co.Exprs

@@ -12,7 +12,7 @@ from typing import Any
 
 import idl
 from catalogd.metastore.client import MetastoreClient
-from subscriber.errors import NotFoundError
+from subscriber.protocol.errors import NotFoundError
 
 hms = idl.hive_metastore
 

@@ -46,7 +46,7 @@ from types import TracebackType
 from xml.sax.saxutils import escape
 
 from catalogd.metastore import listener
-from subscriber.errors import InvalidRequestError, MetastoreUnavailableError
+from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
 __all__ = ["DerbyBackend", "EmbeddedMetastore", "PostgresBackend", "find_pyspark_jars"]
 

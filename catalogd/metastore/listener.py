@@ -24,7 +24,7 @@ import zipfile
 from importlib import resources
 from pathlib import Path
 
-from subscriber.errors import MetastoreUnavailableError
+from subscriber.protocol.errors import MetastoreUnavailableError
 
 __all__ = [
     "LISTENER_CLASS",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from subscriber.api import CatalogSubscriber
-from subscriber.errors import NotFoundError
+from subscriber.protocol.errors import NotFoundError
 
 POLL_INTERVAL = 0.5  # the detector's cycle in these tests
 MARGIN = 20.0  # generous: a shared 2-core machine also runs Spark and HMS

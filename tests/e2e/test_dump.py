@@ -9,10 +9,10 @@ import sys
 import pytest
 
 import idl
-from catalogd import loader
+from catalogd.metastore import source as loader
 from catalogd.metastore.client import MetastoreClient
-from subscriber.keys import parse_partition_name
-from subscriber.types import type_name
+from subscriber.protocol.hive_types import type_name
+from subscriber.protocol.keys import parse_partition_name
 
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(600)]
 co = idl.catalog_objects

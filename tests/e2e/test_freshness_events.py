@@ -23,7 +23,7 @@ from hms_support import record_measurement
 from spark_sql_server import SparkSql
 
 import idl
-from catalogd.admin_client import AdminClient, response_dict
+from catalogd.admin.client import AdminClient, response_dict
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore
 from catalogd.metastore.listener import LISTENER_CLASS

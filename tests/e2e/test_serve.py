@@ -11,10 +11,10 @@ import pytest
 from catalogd_process import CatalogdProcess
 from polling import wait_until
 
-from catalogd import loader
+from catalogd.metastore import source as loader
 from catalogd.metastore.client import MetastoreClient
 from subscriber.api import CatalogSubscriber
-from subscriber.keys import database_of
+from subscriber.protocol.keys import database_of
 
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(600)]
 HERE = Path(__file__).resolve().parent

@@ -14,11 +14,11 @@ from catalogd_process import CatalogdProcess
 from polling import wait_until
 
 import idl
-from catalogd.admin_client import AdminClient
+from catalogd.admin.client import AdminClient
 from catalogd.metastore.client import MetastoreClient
 from subscriber.api import CatalogSubscriber
 from subscriber.cache import ChangeEvent
-from subscriber.errors import CatalogError
+from subscriber.protocol.errors import CatalogError
 
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(600)]
 hms_thrift = idl.hive_metastore
@@ -135,7 +135,7 @@ def test_privileges_from_hms_reach_subscribers(catalogd: CatalogdProcess, wareho
         with MetastoreClient(warehouse.uri) as client:
             client.raw.grant_privileges(grant)
         try:
-            code, answer, out = catalogd.admin("invalidate")
+            code, answer, out = catalogd.admin.endpoint("invalidate")
             assert code == 0, out
             sub.wait_for_version(answer["version"], 30)
             assert sub.check_privilege("carol", [], "SELECT", "sales", "orders")
@@ -143,7 +143,7 @@ def test_privileges_from_hms_reach_subscribers(catalogd: CatalogdProcess, wareho
         finally:
             with MetastoreClient(warehouse.uri) as client:
                 client.raw.revoke_privileges(grant)
-        code, answer, out = catalogd.admin("invalidate")
+        code, answer, out = catalogd.admin.endpoint("invalidate")
         sub.wait_for_version(answer["version"], 30)
         assert not sub.check_privilege("carol", [], "SELECT", "sales", "orders")
 

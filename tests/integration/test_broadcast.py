@@ -17,11 +17,11 @@ import zmq
 from polling import wait_until
 
 import idl
-from catalogd.server import CatalogServer, ServerConfig
-from subscriber import codec, wire
+from catalogd.server.thread import CatalogServer, ServerConfig
 from subscriber.api import CatalogSubscriber
-from subscriber.errors import ForkedProcessError
-from subscriber.keys import database_of
+from subscriber.protocol import codec, wire
+from subscriber.protocol.errors import ForkedProcessError
+from subscriber.protocol.keys import database_of
 
 pytestmark = pytest.mark.timeout(120)
 

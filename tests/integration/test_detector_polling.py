@@ -8,12 +8,12 @@ import pytest
 from hms_support import thrift_partitions, thrift_table
 
 import idl
-from catalogd.commands import RuntimeInfo
-from catalogd.detector import ChangeDetector
-from catalogd.lazy import TableLoader
-from catalogd.loader import InMemorySource
-from catalogd.operations import Operations
-from catalogd.server import CatalogServer, ServerConfig
+from catalogd.admin.handlers import RuntimeInfo
+from catalogd.freshness.detector import ChangeDetector
+from catalogd.freshness.operations import Operations
+from catalogd.freshness.table_loader import TableLoader
+from catalogd.metastore.source import InMemorySource
+from catalogd.server.thread import CatalogServer, ServerConfig
 
 pytestmark = pytest.mark.timeout(120)
 hms = idl.hive_metastore

@@ -20,7 +20,7 @@ import idl
 from catalogd.metastore import listener
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore, find_pyspark_jars
-from subscriber.errors import CatalogError, MetastoreUnavailableError
+from subscriber.protocol.errors import CatalogError, MetastoreUnavailableError
 
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(240)]
 

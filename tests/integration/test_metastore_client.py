@@ -19,7 +19,7 @@ from hms_support import free_port, thrift_partitions, thrift_table
 import idl
 from catalogd.metastore.client import MetastoreClient, parse_metastore_uri
 from catalogd.metastore.embedded import EmbeddedMetastore
-from subscriber.errors import (
+from subscriber.protocol.errors import (
     InvalidRequestError,
     MetastoreError,
     MetastoreUnavailableError,

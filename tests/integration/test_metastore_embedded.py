@@ -14,7 +14,7 @@ import idl
 from catalogd.metastore import embedded
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore, deploy_templates
-from subscriber.errors import InvalidRequestError, MetastoreUnavailableError
+from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
 pytestmark = pytest.mark.timeout(180)
 

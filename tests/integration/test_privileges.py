@@ -17,12 +17,12 @@ import pytest
 from hms_support import thrift_table
 
 import idl
-from catalogd.catalog import Catalog
+from catalogd.core.catalog import Catalog
 from catalogd.metastore import convert
 from catalogd.metastore.client import MetastoreClient
-from catalogd.privileges import load_privileges, owners_of
-from subscriber import codec
+from catalogd.metastore.grants import load_privileges, owners_of
 from subscriber.privileges import PrivilegeIndex, check_privilege, principals, privileges_of
+from subscriber.protocol import codec
 
 pytestmark = pytest.mark.timeout(180)
 

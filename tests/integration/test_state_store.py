@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from catalogd.state import CacheMark, CachePool, StateStore, sqlite_url
-from catalogd.state_db import LATEST, schema_version
-from subscriber.errors import (
+from catalogd.state.schema import LATEST, schema_version
+from catalogd.state.store import CacheMark, CachePool, StateStore, sqlite_url
+from subscriber.protocol.errors import (
     ConflictError,
     InvalidRequestError,
     NotFoundError,
@@ -154,7 +154,7 @@ def test_concurrent_reserves_from_threads(store: StateStore) -> None:
 
 _CHILD = """
 import sys
-from catalogd.state import StateStore
+from catalogd.state.store import StateStore
 store = StateStore.open(sys.argv[1], block=int(sys.argv[2]))
 version = 0
 while True:

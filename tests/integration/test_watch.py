@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from polling import wait_until
 
-from catalogd.server import CatalogServer, ServerConfig
+from catalogd.server.thread import CatalogServer, ServerConfig
 
 pytestmark = pytest.mark.timeout(120)
 

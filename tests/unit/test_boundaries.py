@@ -13,12 +13,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 PURE_MODULES = [
-    "catalogd/catalog.py",
+    "catalogd/core/catalog.py",
     "subscriber/cache.py",
-    "subscriber/delta.py",
-    "subscriber/keys.py",
-    "subscriber/errors.py",
-    "subscriber/codec.py",
+    "subscriber/protocol/delta.py",
+    "subscriber/protocol/keys.py",
+    "subscriber/protocol/errors.py",
+    "subscriber/protocol/codec.py",
     "subscriber/sync.py",
 ]
 IO_MODULES = {"zmq", "socket", "threading", "time", "sqlalchemy", "select", "asyncio", "subprocess"}

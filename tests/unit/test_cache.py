@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from catalogd.catalog import Catalog, DeltaUnavailableError
+from catalogd.core.catalog import Catalog, DeltaUnavailableError
 from subscriber.cache import BUCKETS, CatalogCache, ChangeKind, build_view
-from subscriber.delta import Delta, Entry, VersionGapError
+from subscriber.protocol.delta import Delta, Entry, VersionGapError
 
 TABLE_KEYS = ["DATABASE:a", "TABLE:a.t", "VIEW:a.v", "DATABASE:b", "TABLE:b.u", "PRINCIPAL:r.ROLE"]
 PART_KEYS = [f"HDFS_PARTITION:a.t:dt={i}" for i in range(6)] + ["HDFS_PARTITION:b.u:k=1"]

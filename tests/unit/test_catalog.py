@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from catalogd.catalog import Catalog, DeltaUnavailableError
-from subscriber.delta import Delta, Entry, VersionGapError, apply_delta
-from subscriber.keys import database_of
+from catalogd.core.catalog import Catalog, DeltaUnavailableError
+from subscriber.protocol.delta import Delta, Entry, VersionGapError, apply_delta
+from subscriber.protocol.keys import database_of
 
 KEYS = [
     "DATABASE:a",

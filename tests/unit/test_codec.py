@@ -1,4 +1,4 @@
-"""subscriber.codec: round trips, framing, and hostile input (pure tier, no servers)."""
+"""subscriber.protocol.codec: round trips, framing, and hostile input (pure tier, no servers)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import idl
-from subscriber import codec
-from subscriber.errors import InvalidRequestError, ProtocolError
+from subscriber.protocol import codec
+from subscriber.protocol.errors import InvalidRequestError, ProtocolError
 
 CO = idl.catalog_objects
 CS = idl.catalog_service

@@ -12,7 +12,7 @@ import pytest
 
 from catalogd import config as cfg
 from catalogd.config import KEYS, Config, ConfigError, diff, load_config, render
-from subscriber.errors import InvalidRequestError
+from subscriber.protocol.errors import InvalidRequestError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "catalogd.toml"
 

@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 
 import idl
 from catalogd.metastore import convert
-from subscriber import codec
-from subscriber.errors import InvalidRequestError
-from subscriber.keys import (
+from subscriber.protocol import codec
+from subscriber.protocol.errors import InvalidRequestError
+from subscriber.protocol.hive_types import column_type, type_name
+from subscriber.protocol.keys import (
     TableName,
     database_of,
     escape_partition_value,
@@ -20,7 +21,6 @@ from subscriber.keys import (
     table_key,
     unescape_partition_value,
 )
-from subscriber.types import column_type, type_name
 
 hms = idl.hive_metastore
 co = idl.catalog_objects

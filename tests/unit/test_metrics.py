@@ -10,8 +10,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from catalogd.metrics import Metrics
-from catalogd.server import ServerStats
-from subscriber.errors import InvalidRequestError, MetastoreUnavailableError
+from catalogd.server.thread import ServerStats
+from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
 
 @pytest.fixture

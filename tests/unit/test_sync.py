@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from catalogd.catalog import Catalog, DeltaUnavailableError
-from subscriber.delta import Delta
-from subscriber.keys import GLOBAL, database_of
+from catalogd.core.catalog import Catalog, DeltaUnavailableError
+from subscriber.protocol.delta import Delta
+from subscriber.protocol.keys import GLOBAL, database_of
 from subscriber.sync import (
     ActionKind,
     Commit,

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass
 
-from subscriber.errors import CatalogError
-from subscriber.keys import database_of
+from subscriber.protocol.errors import CatalogError
+from subscriber.protocol.keys import database_of
 
 
 class VersionGapError(CatalogError):
@@ -81,7 +81,7 @@ class Delta:
     def filtered(self, keep: Iterable[str] | None) -> Delta:
         """The same range restricted to the entries of the databases in ``keep``.
 
-        Database membership is :func:`subscriber.keys.database_of` (``""`` for
+        Database membership is :func:`subscriber.protocol.keys.database_of` (``""`` for
         global objects); ``None`` keeps everything.
         """
         if keep is None:

@@ -22,8 +22,8 @@ from typing import Any
 import zmq
 
 import idl
-from subscriber import codec, wire
-from subscriber.errors import ProtocolError
+from subscriber.protocol import codec, wire
+from subscriber.protocol.errors import ProtocolError
 from subscriber.sync import ActionKind, Commit, DeltaPart, Heartbeat, Phase, Step, SyncMachine
 
 log = logging.getLogger(__name__)

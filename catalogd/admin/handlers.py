@@ -1,7 +1,7 @@
 """Admin command handlers: invalidate, refresh, status.
 
 Each handler takes a ``TAdminRequest`` and returns an
-:class:`~catalogd.admin.AdminResult`; errors are our exceptions, which the
+:class:`~catalogd.admin.endpoint.AdminResult`; errors are our exceptions, which the
 admin endpoint maps to status codes. Handlers run on admin worker threads.
 """
 
@@ -14,14 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import idl
-from catalogd import caching, plans
-from catalogd.admin import AdminResult, Handler, table_name
-from catalogd.catalog import Catalog
-from catalogd.lazy import TableLoader
-from catalogd.operations import Operations
-from catalogd.server import CatalogServer
-from catalogd.state import StateStore
-from subscriber.errors import InvalidRequestError, NotFoundError
+from catalogd.admin.endpoint import AdminResult, Handler, table_name
+from catalogd.core import cache_pools as caching
+from catalogd.core import plans
+from catalogd.core.catalog import Catalog
+from catalogd.freshness.operations import Operations
+from catalogd.freshness.table_loader import TableLoader
+from catalogd.server.thread import CatalogServer
+from catalogd.state.store import StateStore
+from subscriber.protocol.errors import InvalidRequestError, NotFoundError
 
 svc = idl.catalog_service
 Cmd = svc.TAdminCommand
@@ -201,7 +202,7 @@ def handlers(
     live: Any,
     store: StateStore | None = None,
 ) -> dict[int, Handler]:
-    """The handler table for :class:`~catalogd.admin.AdminServer`."""
+    """The handler table for :class:`~catalogd.admin.endpoint.AdminServer`."""
 
     def status(request: Any) -> AdminResult:
         detail = status_detail(server, loader, info, live())

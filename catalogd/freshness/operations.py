@@ -2,7 +2,7 @@
 
 :class:`Operations` is what the admin endpoint, the change detector and the
 lazy loader call. Each operation reads HMS in the calling thread (one
-metastore source per thread), encodes, then submits a :mod:`catalogd.plans`
+metastore source per thread), encodes, then submits a :mod:`catalogd.core.plans`
 function to the server thread and returns the published version.
 
 Ordering between concurrent loads of one table is optimistic: every table has
@@ -21,14 +21,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import idl
-from catalogd import caching, loader, plans
-from catalogd.catalog import Catalog
+from catalogd.core import cache_pools as caching
+from catalogd.core import plans
+from catalogd.core.catalog import Catalog
 from catalogd.metastore import convert
-from catalogd.server import CatalogServer
-from subscriber import codec
-from subscriber.delta import Delta
-from subscriber.errors import BusyError, InvalidRequestError, NotFoundError
-from subscriber.keys import (
+from catalogd.metastore import source as loader
+from catalogd.server.thread import CatalogServer
+from subscriber.protocol import codec
+from subscriber.protocol.delta import Delta
+from subscriber.protocol.errors import BusyError, InvalidRequestError, NotFoundError
+from subscriber.protocol.keys import (
     make_partition_name,
     parse_partition_name,
     partition_key,
@@ -231,9 +233,9 @@ class Operations:
         HMS 2.3 cannot list the principals that hold grants, so they are found
         by asking, per object, who holds grants on it: ``1 + D + T`` calls for
         ``D`` databases and ``T`` tables (plus the per-principal calls of
-        :func:`catalogd.privileges.load_privileges`).
+        :func:`catalogd.metastore.grants.load_privileges`).
         """
-        from catalogd.privileges import load_privileges, owners_of
+        from catalogd.metastore.grants import load_privileges, owners_of
 
         client = self.source().client  # type: ignore[attr-defined]
         payloads = self.server.submit(_owner_payloads).result()

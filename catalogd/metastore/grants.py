@@ -48,9 +48,9 @@ from typing import Any
 import idl
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.convert import stable_id
-from subscriber.errors import InvalidRequestError, NotFoundError
-from subscriber.keys import principal_key, privilege_key
 from subscriber.privileges import privilege_name
+from subscriber.protocol.errors import InvalidRequestError, NotFoundError
+from subscriber.protocol.keys import principal_key, privilege_key
 
 __all__ = ["HmsGrants", "fetch_grants", "load_privileges", "owners_of", "privilege_objects"]
 

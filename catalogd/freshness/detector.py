@@ -38,14 +38,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalogd import plans
-from catalogd.catalog import Catalog
-from catalogd.commands import RuntimeInfo
-from catalogd.lazy import TableLoader
-from catalogd.operations import Operations
-from subscriber import codec
-from subscriber.errors import CatalogError, NotFoundError, UnavailableError
-from subscriber.keys import table_key
+from catalogd.admin.handlers import RuntimeInfo
+from catalogd.core import plans
+from catalogd.core.catalog import Catalog
+from catalogd.freshness.operations import Operations
+from catalogd.freshness.table_loader import TableLoader
+from subscriber.protocol import codec
+from subscriber.protocol.errors import CatalogError, NotFoundError, UnavailableError
+from subscriber.protocol.keys import table_key
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,12 @@
 """How protocol values travel on ZeroMQ: topics, frames and Thrift conversions.
 
-Pure functions between the core's values (:mod:`subscriber.delta`,
+Pure functions between the core's values (:mod:`subscriber.protocol.delta`,
 :mod:`subscriber.sync`) and catalogd's Thrift messages (``CatalogService.thrift``),
 plus the PUB topic scheme. Both catalogd and the subscriber use this module, so
 the two sides cannot disagree.
 
 PUB messages are two frames, ``[topic, body]``; ``body`` is a
-:func:`subscriber.codec.pack`-ed struct chosen by the topic's first byte:
+:func:`subscriber.protocol.codec.pack`-ed struct chosen by the topic's first byte:
 
 =============  =================  =============================================
 topic          body               meaning
@@ -34,10 +34,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import idl
-from subscriber import codec
-from subscriber.delta import Delta, Entry
-from subscriber.errors import ProtocolError
-from subscriber.keys import GLOBAL, database_of
+from subscriber.protocol import codec
+from subscriber.protocol.delta import Delta, Entry
+from subscriber.protocol.errors import ProtocolError
+from subscriber.protocol.keys import GLOBAL, database_of
 from subscriber.sync import Commit, DeltaPart, Heartbeat
 
 svc = idl.catalog_service

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import idl
-from subscriber.errors import InvalidRequestError
+from subscriber.protocol.errors import InvalidRequestError
 
 types = idl.catalog_objects.Types
 P = types.TPrimitiveType

@@ -23,7 +23,7 @@ Invariants
 * ``decode(type(x), encode(x)) == x`` for every struct ``x`` whose values have
   their declared types; likewise ``unpack``/``pack``. ``encode`` refuses (by
   default) a struct missing a required field, since no receiver would accept it.
-* ``decode`` and ``unpack`` raise :class:`~subscriber.errors.ProtocolError`, and
+* ``decode`` and ``unpack`` raise :class:`~subscriber.protocol.errors.ProtocolError`, and
   nothing else, for bytes that are not exactly one well-formed struct of the
   asked type: truncated, trailing bytes, lengths beyond the input, unknown type
   codes, invalid UTF-8, missing required fields (at any depth), nesting deeper
@@ -64,7 +64,7 @@ from thriftpy2.thrift import TType
 from thriftpy2.transport import TCyBufferedTransport, TCyMemoryBuffer
 
 import idl
-from subscriber.errors import InvalidRequestError, ProtocolError
+from subscriber.protocol.errors import InvalidRequestError, ProtocolError
 
 __all__ = [
     "COMPRESS_THRESHOLD",

@@ -29,8 +29,8 @@ from typing import Any
 import zmq
 
 import idl
-from subscriber import codec
-from subscriber.errors import (
+from subscriber.protocol import codec
+from subscriber.protocol.errors import (
     BusyError,
     CatalogError,
     ConflictError,
@@ -39,7 +39,7 @@ from subscriber.errors import (
     ProtocolError,
     UnavailableError,
 )
-from subscriber.keys import TableName
+from subscriber.protocol.keys import TableName
 
 log = logging.getLogger(__name__)
 svc = idl.catalog_service

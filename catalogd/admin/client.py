@@ -9,8 +9,8 @@ from typing import Any
 import zmq
 
 import idl
-from subscriber import codec
-from subscriber.errors import ProtocolError, UnavailableError
+from subscriber.protocol import codec
+from subscriber.protocol.errors import ProtocolError, UnavailableError
 
 svc = idl.catalog_service
 

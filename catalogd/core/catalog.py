@@ -1,6 +1,6 @@
 """The versioned catalog: the pure core of catalogd.
 
-A :class:`Catalog` maps keys (:mod:`subscriber.keys`) to opaque payloads and
+A :class:`Catalog` maps keys (:mod:`subscriber.protocol.keys`) to opaque payloads and
 gives every change the next value of one global, monotonic ``catalog_version``.
 It imports no sockets, threads, clocks or databases; adapters feed it changes
 and publish the deltas it returns.
@@ -30,9 +30,9 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from subscriber.delta import Delta, Entry
-from subscriber.errors import CatalogError
-from subscriber.keys import database_of, table_key
+from subscriber.protocol.delta import Delta, Entry
+from subscriber.protocol.errors import CatalogError
+from subscriber.protocol.keys import database_of, table_key
 
 _PARTITION = "HDFS_PARTITION:"
 

@@ -1,6 +1,6 @@
 """catalogd's broadcast server: the thread that owns the catalog and its sockets.
 
-One thread (``catalogd-server``) owns the :class:`~catalogd.catalog.Catalog`, the
+One thread (``catalogd-server``) owns the :class:`~catalogd.core.catalog.Catalog`, the
 PUB socket (deltas, heartbeats) and the ROUTER socket (hello, snapshots,
 catch-ups, load requests, subscriber reports). Other threads never touch them:
 they hand work in with :meth:`CatalogServer.submit`, which queues a function,
@@ -33,11 +33,11 @@ from typing import Any
 import zmq
 
 import idl
-from catalogd.catalog import Catalog, DeltaUnavailableError
-from subscriber import codec, wire
-from subscriber.delta import Delta
-from subscriber.errors import CatalogError, ProtocolError, UnavailableError
-from subscriber.keys import GLOBAL, database_of
+from catalogd.core.catalog import Catalog, DeltaUnavailableError
+from subscriber.protocol import codec, wire
+from subscriber.protocol.delta import Delta
+from subscriber.protocol.errors import CatalogError, ProtocolError, UnavailableError
+from subscriber.protocol.keys import GLOBAL, database_of
 
 log = logging.getLogger(__name__)
 svc = idl.catalog_service

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from catalogd.metastore import convert
 from catalogd.metastore.client import MetastoreClient
-from subscriber.errors import NotFoundError
+from subscriber.protocol.errors import NotFoundError
 
 
 class MetastoreSource(Protocol):

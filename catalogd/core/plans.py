@@ -1,6 +1,6 @@
 """Catalog change plans: what a reload, invalidate or refresh changes (pure).
 
-Each function reads the :class:`~catalogd.catalog.Catalog` and returns the
+Each function reads the :class:`~catalogd.core.catalog.Catalog` and returns the
 changes (key -> payload, None removes) that bring one part of it in line with
 what HMS said. They run on the server thread inside
 :meth:`CatalogServer.submit`, so they see a consistent catalog and must be
@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
-from catalogd.catalog import Catalog
+from catalogd.core.catalog import Catalog
 from catalogd.metastore import convert
-from subscriber import codec
-from subscriber.keys import database_key, object_type_of, table_key
+from subscriber.protocol import codec
+from subscriber.protocol.keys import database_key, object_type_of, table_key
 
 Changes = dict[str, bytes | None]
 

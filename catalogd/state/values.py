@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from subscriber.errors import InvalidRequestError
-from subscriber.keys import make_partition_name, parse_partition_name
+from subscriber.protocol.errors import InvalidRequestError
+from subscriber.protocol.keys import make_partition_name, parse_partition_name
 
 __all__ = [
     "AuditRecord",

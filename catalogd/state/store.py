@@ -4,7 +4,7 @@ A thin adapter over SQLAlchemy 2 Core (no ORM). One database holds it: by
 default a SQLite file in catalogd's data directory (:func:`sqlite_url`), or
 PostgreSQL / MySQL / MariaDB by URL (``postgresql+psycopg://...``,
 ``mysql+pymysql://...``). :meth:`StateStore.open` creates or upgrades the
-schema (:mod:`catalogd.state_db`) before returning.
+schema (:mod:`catalogd.state.schema`) before returning.
 
 The version high-water mark
 ---------------------------
@@ -53,7 +53,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from catalogd.state_db import (
+from catalogd.state.schema import (
     admin_audit,
     cache_mark,
     cache_pool,
@@ -63,7 +63,7 @@ from catalogd.state_db import (
     upgrade_schema,
     version_mark,
 )
-from catalogd.state_values import (
+from catalogd.state.values import (
     AuditRecord,
     CacheMark,
     CachePool,
@@ -71,7 +71,7 @@ from catalogd.state_values import (
     check_pool_name,
     describe_marks,
 )
-from subscriber.errors import (
+from subscriber.protocol.errors import (
     ConflictError,
     InvalidRequestError,
     NotFoundError,

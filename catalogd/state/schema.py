@@ -1,6 +1,6 @@
 """The state store's database: engine, tables, schema upgrades, error mapping.
 
-Used only by :mod:`catalogd.state`.
+Used only by :mod:`catalogd.state.store`.
 
 * :func:`create_engine` builds a SQLAlchemy engine for a URL with per-backend
   settings (connect timeouts, utf8mb4 on MySQL, WAL and ``synchronous=FULL``
@@ -35,7 +35,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from subscriber.errors import (
+from subscriber.protocol.errors import (
     BusyError,
     CatalogError,
     ConflictError,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from subscriber.errors import InvalidRequestError
+from subscriber.protocol.errors import InvalidRequestError
 
 GLOBAL = ""
 """The pseudo-database of objects that belong to no database."""

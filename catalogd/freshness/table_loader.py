@@ -18,8 +18,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from catalogd.operations import Operations
-from subscriber.errors import CatalogError, NotFoundError
+from catalogd.freshness.operations import Operations
+from subscriber.protocol.errors import CatalogError, NotFoundError
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import idl
-from catalogd.state_values import CacheMark, CachePool
-from subscriber import codec
-from subscriber.keys import cache_pool_key
+from catalogd.state.values import CacheMark, CachePool
+from subscriber.protocol import codec
+from subscriber.protocol.keys import cache_pool_key
 
 co = idl.catalog_objects
 
