@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast bench lint venv clean
+.PHONY: run test test-fast bench lint venv system clean
 
 venv: $(STAMP)
 
@@ -18,11 +18,15 @@ $(STAMP): pyproject.toml
 run: venv
 	$(BIN)/catalogd serve --demo
 
-## the whole test suite (installs system packages and starts local databases when missing)
+## the whole test suite; runs `make system` first only when a system package or server is missing
 test: venv
+	@bash .ci/system-ready || $(MAKE) system
+	$(BIN)/pytest
+
+## system set-up: Debian packages the tests need (apt-get) and the local PostgreSQL/MariaDB
+system:
 	bash .ci/install-system-deps
 	bash .ci/start-services
-	$(BIN)/pytest
 
 ## only the pure tier (no servers)
 test-fast: venv
@@ -36,5 +40,6 @@ lint: venv
 bench: venv
 	$(BIN)/python bench/run_all.py
 
+## build and tool caches only: user state in ./data (versions, cache pools, audit) is kept
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis data
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache build *.egg-info

@@ -1,38 +1,48 @@
 """A small demo warehouse, created through HMS Thrift calls (no Spark needed).
 
 ``catalogd serve --demo`` uses it so one command on a fresh machine shows a
-catalog with a database, a partitioned Parquet table, an unpartitioned table
-and a view. Idempotent: existing objects are left alone.
+catalog with a database, a partitioned table, an unpartitioned table and a
+view, and reading them shows rows: the tables are comma-separated text
+(Hive's ``LazySimpleSerDe``), so their few data files are written here with
+the standard library, no Parquet writer needed. Idempotent: existing objects
+and files are left alone; missing data files are written again.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import idl
 from catalogd.metastore.client import MetastoreClient
-from subscriber.protocol.errors import NotFoundError
+from subscriber.protocol.errors import CatalogError, NotFoundError
 
 hms = idl.hive_metastore
 
 DEMO_DB = "demo"
-_PARQUET = (
-    "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-    "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
-    "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+_TEXT = (
+    "org.apache.hadoop.mapred.TextInputFormat",
+    "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+    "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
 )
+_DELIMITED = {"field.delim": ",", "serialization.format": ","}
+DAYS = ("2026-11-20", "2026-11-21", "2026-11-22")
+REGIONS = ("eu", "us")
+_KINDS = ("click", "view", "purchase")
+USERS = ((1, "ada"), (2, "grace"), (3, "edsger"))
 
 
 def _sd(cols: list[tuple[str, str]], location: str) -> Any:
     return hms.StorageDescriptor(
         cols=[hms.FieldSchema(name=n, type=t, comment="") for n, t in cols],
         location=location,
-        inputFormat=_PARQUET[0],
-        outputFormat=_PARQUET[1],
+        inputFormat=_TEXT[0],
+        outputFormat=_TEXT[1],
         compressed=False,
         numBuckets=-1,
-        serdeInfo=hms.SerDeInfo(name="", serializationLib=_PARQUET[2], parameters={}),
+        serdeInfo=hms.SerDeInfo(name="", serializationLib=_TEXT[2], parameters=dict(_DELIMITED)),
         bucketCols=[],
         sortCols=[],
         parameters={},
@@ -57,13 +67,55 @@ def _table(
     )
 
 
+def _event_rows(day: str, region: str) -> str:
+    """Four rows per partition, the same on every run (ids unique across partitions)."""
+    start = (DAYS.index(day) * len(REGIONS) + REGIONS.index(region)) * 4
+    return "".join(
+        f"{i},{_KINDS[i % len(_KINDS)]},{region}-{day}-{i}\n" for i in range(start, start + 4)
+    )
+
+
+def write_demo_files(warehouse: str) -> int:
+    """Write the demo tables' data files under a ``file:`` warehouse; returns files written.
+
+    Files that exist are left alone; a warehouse that is not local is skipped (0).
+    """
+    url = urlparse(warehouse)
+    if url.scheme not in ("", "file"):
+        return 0
+    base = Path(unquote(url.path)) / f"{DEMO_DB}.db"
+    files = {
+        base / "users" / "part-00000.csv": "".join(f"{i},{n}\n" for i, n in USERS),
+    }
+    for day in DAYS:
+        for region in REGIONS:
+            path = base / "events" / f"dt={day}" / f"region={region}" / "part-00000.csv"
+            files[path] = _event_rows(day, region)
+    written = 0
+    for path, text in files.items():
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        written += 1
+    return written
+
+
 def create_demo_warehouse(client: MetastoreClient, warehouse: str) -> bool:
-    """Create the demo database and its objects; False when it already existed."""
+    """Create the demo database, its objects and data files; False when it already existed.
+
+    Data files missing from an existing demo warehouse are written again.
+    """
     try:
         client.get_database(DEMO_DB)
+        if _is_text(client):
+            write_demo_files(warehouse)
         return False
     except NotFoundError:
         pass
+    write_demo_files(warehouse)
     raw = client.raw
     base = f"{warehouse.rstrip('/')}/{DEMO_DB}.db"
     raw.create_database(
@@ -77,8 +129,8 @@ def create_demo_warehouse(client: MetastoreClient, warehouse: str) -> bool:
     )
     raw.create_table(events)
     parts = []
-    for day in ("2026-11-20", "2026-11-21", "2026-11-22"):
-        for region in ("eu", "us"):
+    for day in DAYS:
+        for region in REGIONS:
             location = f"{base}/events/dt={day}/region={region}"
             parts.append(
                 hms.Partition(
@@ -105,3 +157,12 @@ def create_demo_warehouse(client: MetastoreClient, warehouse: str) -> bool:
     view.sd.serdeInfo = hms.SerDeInfo(name="", serializationLib=None, parameters={})
     raw.create_table(view)
     return True
+
+
+def _is_text(client: MetastoreClient) -> bool:
+    """Whether the existing demo table is the text one (older demos were Parquet, no files)."""
+    try:
+        table = client.get_table(DEMO_DB, "events")
+    except CatalogError:
+        return False
+    return bool(table.sd and table.sd.inputFormat == _TEXT[0])

@@ -1,0 +1,106 @@
+"""Both installs from a clean virtual environment, as a user does them.
+
+* ``pip install catalogd`` (the daemon): the ``catalogd`` command runs and every
+  daemon module imports with nothing else installed.
+* the subscriber alone, for Spark drivers: ``pip install pyzmq thriftpy2`` then
+  ``pip install --no-deps catalogd``; it must sync from a real catalogd with
+  neither SQLAlchemy nor PySpark present.
+
+The project is built into a wheel once, as a release would be. The venvs fetch
+the dependencies from the package index, so these tests need it (about a
+minute in all); they are in their own tier so a machine without the index can
+deselect them with ``-m "not install"``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from catalogd.server.thread import CatalogServer, ServerConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.install, pytest.mark.timeout(600)]
+
+
+def _run(*args: str | Path, cwd: Path | None = None, timeout: float = 300) -> str:
+    done = subprocess.run(
+        [str(a) for a in args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
+    )
+    assert done.returncode == 0, f"{args} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, ROOT)
+    (built,) = out.glob("catalogd-*.whl")
+    return built
+
+
+def _venv(path: Path) -> Path:
+    venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    return path / "bin"
+
+
+def test_daemon_install_gives_a_daemon_that_runs(wheel: Path, tmp_path: Path) -> None:
+    bin_dir = _venv(tmp_path / "daemon")
+    _run(bin_dir / "pip", "install", "-q", wheel)
+    assert "serve" in _run(bin_dir / "catalogd", "--help")
+    shown = _run(bin_dir / "catalogd", "config", "show", cwd=tmp_path)
+    assert "[hms]" in shown and "data_dir" in shown
+    # Every module of the daemon imports: nothing hides in an extra.
+    _run(
+        bin_dir / "python",
+        "-c",
+        "import pkgutil, importlib, catalogd\n"
+        "for m in pkgutil.walk_packages(catalogd.__path__, 'catalogd.'):\n"
+        "    if not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n",
+        cwd=tmp_path,
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[CatalogServer]:
+    srv = CatalogServer(
+        ServerConfig(bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*")
+    ).start()
+    srv.commit({"DATABASE:sales": b"db", "TABLE:sales.orders": b"t"}).result(10)
+    yield srv
+    srv.close()
+
+
+def test_subscriber_installs_with_pyzmq_and_thriftpy2_only(
+    wheel: Path, tmp_path: Path, server: CatalogServer
+) -> None:
+    bin_dir = _venv(tmp_path / "driver")
+    _run(bin_dir / "pip", "install", "-q", "pyzmq", "thriftpy2")
+    _run(bin_dir / "pip", "install", "-q", "--no-deps", wheel)
+    script = textwrap.dedent(
+        f"""
+        import importlib.util, sys
+        for name in ("sqlalchemy", "pyspark", "prometheus_client", "sdnotify"):
+            assert importlib.util.find_spec(name) is None, name + " is installed"
+        from subscriber import CatalogSubscriber, NotFoundError, read_table
+        with CatalogSubscriber({server.endpoint!r}) as sub:
+            sub.wait_synced(30)
+            print(sub.version, sorted(sub.list_databases()))
+        assert not any(m.startswith("catalogd") for m in sys.modules)
+        """
+    )
+    out = _run(bin_dir / "python", "-c", script, cwd=tmp_path)
+    assert "['sales']" in out
