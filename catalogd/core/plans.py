@@ -5,6 +5,9 @@ changes (key -> payload, None removes) that bring one part of it in line with
 what HMS said. They run on the server thread inside
 :meth:`CatalogServer.submit`, so they see a consistent catalog and must be
 quick: the HMS calls and the encoding happen before, in the caller's thread.
+A few read-only helpers (:func:`is_placeholder`, :func:`table_names_of`,
+:func:`unloaded_tables`, :func:`databases_in`, :func:`loaded_table_state`)
+answer questions about the catalog, on the server thread too.
 
 Tables whose metadata is not loaded yet are *placeholders*: a ``TABLE`` object
 of type ``UNLOADED_TABLE`` holding only the name. Placeholders are
@@ -58,6 +61,24 @@ def unloaded_tables(catalog: Catalog, db: str | None = None) -> list[tuple[str, 
 def databases_in(catalog: Catalog) -> set[str]:
     """Names of the databases the catalog holds."""
     return {k.partition(":")[2] for k in catalog.keys_with_prefix("DATABASE:")}
+
+
+def loaded_table_state(
+    catalog: Catalog, db: str, names: Iterable[str]
+) -> dict[str, tuple[bytes, set[str]]]:
+    """For each loaded table among ``names``: (encoded header, partition names).
+
+    Placeholders and missing names are left out. Decoding the headers is the
+    caller's job, off the server thread.
+    """
+    result = {}
+    for name in names:
+        entry = catalog.get(table_key(db, name)) or catalog.get(table_key(db, name, view=True))
+        if entry is None or entry.payload is None or is_placeholder(catalog, db, name):
+            continue
+        prefix_len = len(f"HDFS_PARTITION:{db}.{name}:")
+        result[name] = (entry.payload, {k[prefix_len:] for k in catalog.partition_keys(db, name)})
+    return result
 
 
 def remove_table(catalog: Catalog, db: str, table: str) -> Changes:

@@ -53,6 +53,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from catalogd.core.cache_pools import (
+    CacheMark,
+    CachePool,
+    check_limit,
+    check_pool_name,
+    describe_marks,
+)
 from catalogd.state.schema import (
     admin_audit,
     cache_mark,
@@ -63,14 +70,7 @@ from catalogd.state.schema import (
     upgrade_schema,
     version_mark,
 )
-from catalogd.state.values import (
-    AuditRecord,
-    CacheMark,
-    CachePool,
-    check_limit,
-    check_pool_name,
-    describe_marks,
-)
+from catalogd.state.values import AuditRecord
 from subscriber.protocol.errors import (
     ConflictError,
     InvalidRequestError,

@@ -15,6 +15,7 @@ deselect them with ``-m "not install"``.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -46,7 +47,16 @@ def _run(*args: str | Path, cwd: Path | None = None, timeout: float = 300) -> st
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, ROOT)
+    # Build from a copy of the tracked files, so the build leaves nothing in the checkout.
+    src = out / "src"
+    files = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    for name in filter(None, files):
+        target = src / name.decode()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name.decode(), target)
+    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, src)
     (built,) = out.glob("catalogd-*.whl")
     return built
 

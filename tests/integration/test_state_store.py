@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from catalogd.core.cache_pools import CacheMark, CachePool
 from catalogd.state.schema import LATEST, schema_version
-from catalogd.state.store import CacheMark, CachePool, StateStore, sqlite_url
+from catalogd.state.store import StateStore, sqlite_url
 from subscriber.protocol.errors import (
     ConflictError,
     InvalidRequestError,
@@ -336,7 +337,7 @@ def test_audit_log_newest_first(store: StateStore) -> None:
     ],
 )
 def test_unreachable_database_is_unavailable_without_leaking_the_password(template: str) -> None:
-    from hms_support import free_port
+    from catalogd.server.ports import free_port
 
     port = free_port()
     with pytest.raises(UnavailableError) as caught:

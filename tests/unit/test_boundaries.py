@@ -1,8 +1,21 @@
-"""Architecture rules: the core stays pure; subscriber needs only pyzmq and thriftpy2."""
+"""Architecture rules, checked over whole packages and their transitive imports.
+
+* The pure parts -- ``catalogd.core``, ``subscriber.protocol``, ``subscriber.sync``
+  and ``subscriber.cache`` -- load no zmq, sockets, threads, SQLAlchemy or clock.
+  Each is imported in a fresh interpreter; every module of ours that the import
+  loaded is read, and none may import an I/O or clock module. Third-party
+  modules are judged by what they load beyond ``idl`` (thriftpy2's parser
+  itself imports ``socket`` and ``threading`` through ``urllib``; that is its
+  business, not ours): beyond that baseline, no I/O module may appear.
+* ``subscriber.protocol`` imports nothing else of ``subscriber``.
+* ``subscriber`` as a whole loads nothing of ``catalogd`` and installs with pyzmq
+  and thriftpy2 only.
+"""
 
 from __future__ import annotations
 
 import ast
+import json
 import pkgutil
 import subprocess
 import sys
@@ -12,22 +25,57 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PURE_MODULES = [
-    "catalogd/core/catalog.py",
-    "subscriber/cache.py",
-    "subscriber/protocol/delta.py",
-    "subscriber/protocol/keys.py",
-    "subscriber/protocol/errors.py",
-    "subscriber/protocol/codec.py",
-    "subscriber/sync.py",
-]
-IO_MODULES = {"zmq", "socket", "threading", "time", "sqlalchemy", "select", "asyncio", "subprocess"}
+PURE = ["catalogd.core", "subscriber.protocol", "subscriber.sync", "subscriber.cache"]
+IO_MODULES = {
+    "zmq",
+    "socket",
+    "threading",
+    "_thread",
+    "time",
+    "datetime",
+    "sqlalchemy",
+    "select",
+    "selectors",
+    "asyncio",
+    "subprocess",
+    "concurrent",
+}
+OURS = ("catalogd", "subscriber", "idl")
 
 
-def imported_roots(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
+def _load(code: str) -> dict[str, list[str]]:
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        cwd=ROOT,
+        timeout=60,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def _modules_loaded_by(package: str) -> dict[str, list[str]]:
+    """Import ``idl`` (the baseline), then every module of ``package``; report what loaded."""
+    return _load(
+        "import importlib, json, pkgutil, sys\n"
+        "import idl\n"
+        "base = set(sys.modules)\n"
+        f"pkg = importlib.import_module({package!r})\n"
+        "if hasattr(pkg, '__path__'):\n"
+        "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
+        "        importlib.import_module(m.name)\n"
+        "new = sorted(set(sys.modules) - base)\n"
+        "ours = sorted(m for m in sys.modules if m.split('.')[0] in ('catalogd', 'subscriber'))\n"
+        "print(json.dumps({'new': new, 'ours': ours}))\n"
+    )
+
+
+def _imported_roots(module: str) -> set[str]:
+    path = ROOT / module.replace(".", "/")
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
     roots = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             roots.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -35,25 +83,35 @@ def imported_roots(path: Path) -> set[str]:
     return roots
 
 
-@pytest.mark.parametrize("module", PURE_MODULES)
-def test_core_modules_do_no_io(module: str) -> None:
-    path = ROOT / module
-    if not path.exists():
-        pytest.skip(f"{module} not written yet")
-    assert imported_roots(path) & IO_MODULES == set()
+@pytest.mark.parametrize("package", PURE)
+def test_pure_packages_load_no_io_or_clock(package: str) -> None:
+    loaded = _modules_loaded_by(package)
+    third_party_io = {m for m in loaded["new"] if m.split(".")[0] in IO_MODULES}
+    assert third_party_io == set(), f"{package} loads {sorted(third_party_io)}"
+    for module in loaded["ours"]:
+        bad = _imported_roots(module) & IO_MODULES
+        assert not bad, f"{module} (loaded by {package}) imports {sorted(bad)}"
 
 
-def test_subscriber_never_imports_catalogd() -> None:
-    for path in (ROOT / "subscriber").glob("*.py"):
-        assert "catalogd" not in imported_roots(path), path.name
+def test_protocol_imports_nothing_else_of_subscriber() -> None:
+    loaded = _modules_loaded_by("subscriber.protocol")
+    others = [
+        m for m in loaded["ours"] if not m.startswith("subscriber.protocol") and m != "subscriber"
+    ]
+    assert others == []
 
 
-def test_subscriber_imports_without_daemon_or_spark_packages() -> None:
-    modules = [m.name for m in pkgutil.iter_modules([str(ROOT / "subscriber")])]
-    blocker = (
-        "import sys\n"
+def test_subscriber_loads_nothing_of_catalogd() -> None:
+    modules = [m.name for m in pkgutil.walk_packages([str(ROOT / "subscriber")], "subscriber.")]
+    loaded = _load(
+        "import importlib, json, sys\n"
         "for name in ('sqlalchemy', 'pyspark', 'prometheus_client', 'sdnotify', 'catalogd'):\n"
         "    sys.modules[name] = None\n"
-        + "".join(f"import subscriber.{m}\n" for m in modules if m != "__main__")
+        "import subscriber\n"
+        + "".join(
+            f"importlib.import_module({m!r})\n" for m in modules if not m.endswith("__main__")
+        )
+        + "ours = [m for m, mod in sys.modules.items() if m.startswith('catalogd') and mod]\n"
+        + "print(json.dumps({'ours': sorted(ours)}))\n"
     )
-    subprocess.run([sys.executable, "-c", blocker], check=True, cwd=ROOT, timeout=60)
+    assert loaded["ours"] == []
