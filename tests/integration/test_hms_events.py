@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hms_support import record_measurement, thrift_partitions, thrift_table
+from support.measurements import record_measurement
+from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
 from catalogd.metastore import listener
@@ -25,7 +26,6 @@ from subscriber.protocol.errors import CatalogError, MetastoreUnavailableError
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(240)]
 
 hms_thrift = idl.hive_metastore
-DEPLOY_COPY = Path(__file__).resolve().parents[2] / "deploy" / "hms" / listener.SOURCE_NAME
 
 
 @pytest.fixture(scope="module")
@@ -51,16 +51,6 @@ def events_since(client: MetastoreClient, last: int) -> list[tuple[int, str, str
         (e.eventId, e.eventType, e.dbName, e.tableName)
         for e in client.get_next_notification(last, 10_000)
     ]
-
-
-def test_the_listener_source_is_packaged_and_deployed() -> None:
-    source = listener.listener_source()
-    assert DEPLOY_COPY.read_text() == source, (
-        "deploy/hms copy is stale: python -m catalogd.metastore.embedded --write-templates "
-        "deploy/hms"
-    )
-    for name in (listener.LISTENER_CLASS, listener.STORE_CLASS):
-        assert name.rpartition(".")[2].split("$")[-1] in source
 
 
 def test_the_compiled_listener_is_reused(

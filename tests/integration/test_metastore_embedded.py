@@ -1,4 +1,7 @@
-"""The embedded Hive Metastore harness: lifecycle, failures, PostgreSQL, templates."""
+"""The embedded Hive Metastore harness: lifecycle, failures, PostgreSQL.
+
+Its deploy templates are checked in ``tests/unit/test_hms_templates.py`` (no Java needed).
+"""
 
 from __future__ import annotations
 
@@ -8,27 +11,19 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from hms_support import POSTGRES_ADMIN, record_measurement, thrift_partitions, thrift_table
+from support.fixtures import POSTGRES_ADMIN
+from support.measurements import record_measurement
+from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
 from catalogd.metastore import embedded
 from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore, deploy_templates
+from catalogd.metastore.embedded import EmbeddedMetastore, process
 from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
 pytestmark = pytest.mark.timeout(180)
 
 hms_thrift = idl.hive_metastore
-DEPLOY_HMS = Path(__file__).resolve().parents[2] / "deploy" / "hms"
-
-
-def test_deploy_templates_are_generated_from_the_harness() -> None:
-    files = deploy_templates()
-    for name, text in files.items():
-        assert (DEPLOY_HMS / name).read_text() == text, (
-            f"deploy/hms/{name} is stale: python -m catalogd.metastore.embedded "
-            "--write-templates deploy/hms"
-        )
 
 
 def test_running_metastore_paths_and_logs(hms: EmbeddedMetastore) -> None:
@@ -71,11 +66,12 @@ def test_a_taken_free_port_is_retried(
 ) -> None:
     with socket.create_server(("0.0.0.0", 0)) as squatter:
         taken = squatter.getsockname()[1]
-        real_free_port = embedded._free_port
+        real_free_port = process.free_port
         ports = iter([taken])
         # The first "free" port loses the race to another process.
-        monkeypatch.setattr(embedded, "_free_port", lambda: next(ports, None) or real_free_port())
+        monkeypatch.setattr(process, "free_port", lambda: next(ports, None) or real_free_port())
         with EmbeddedMetastore(tmp_path / "hms", cache_dir=hms_cache_dir) as metastore:
+            assert next(ports, None) is None  # the taken port was tried
             assert metastore.port != taken
             with MetastoreClient(metastore.uri) as client:
                 assert client.get_all_databases() == ["default"]
