@@ -4,7 +4,7 @@
 
     .venv/bin/python bench/cache_vs_hms.py [--data-dir DIR] [--hms-calls 500]
 
-The benchmark HMS (``bench_hms.py``) is loaded with the loader, ``preload``-ed
+The benchmark HMS (``support/hms.py``) is loaded with the loader, ``preload``-ed
 into an in-process :class:`CatalogServer` on loopback and served to a
 :class:`CatalogSubscriber` in this process (as in a Spark driver). Then:
 
@@ -28,27 +28,16 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import bench_hms
-import load_bench
-import synthetic
-from measure import (
-    Result,
-    Summary,
-    add_output_argument,
-    add_repo_to_path,
-    cpu_note,
-    finish,
-    summarize,
-)
+from support import synthetic
+from support.hms import BIG, add_shape_arguments, measure_get_table, running_hms, shape_from
+from support.measure import Result, Summary, add_output_argument, cpu_note, finish, summarize
 
-add_repo_to_path()
-
-from catalogd.metastore import convert  # noqa: E402
-from catalogd.metastore.client import MetastoreClient  # noqa: E402
-from catalogd.metastore.source import ThriftSource, load_catalog  # noqa: E402
-from catalogd.server.thread import CatalogServer, ServerConfig  # noqa: E402
-from subscriber.api import CatalogSubscriber  # noqa: E402
-from subscriber.protocol.keys import make_partition_name  # noqa: E402
+from catalogd.metastore import convert
+from catalogd.metastore.client import MetastoreClient
+from catalogd.metastore.source import ThriftSource, load_catalog
+from catalogd.server.thread import CatalogServer, ServerConfig
+from subscriber.api import CatalogSubscriber
+from subscriber.protocol.keys import make_partition_name
 
 TARGET_GET_TABLE = 1000.0
 TARGET_PARTITIONS = 100.0
@@ -71,7 +60,7 @@ def compare_get_table(
     cache_calls: int,
 ) -> list[Result]:
     name = tables[0]
-    hms = summarize(load_bench.measure_get_table(client, name, hms_calls))
+    hms = summarize(measure_get_table(client, name, hms_calls))
     cold_samples = []
     for table in tables:  # the first read of each table decodes its payload
         started = time.perf_counter()
@@ -110,7 +99,7 @@ def compare_partitions(
     hms_calls: int,
     warm_rounds: int,
 ) -> list[Result]:
-    table = f"{synthetic.DB}.{bench_hms.BIG}"
+    table = f"{synthetic.DB}.{BIG}"
     # Cold first: the first read of each dt decodes its partitions' payloads.
     cold = summarize([_time(partial(sub.list_partitions, table, {"dt": d})) for d in dts])
     warm = summarize(
@@ -123,12 +112,12 @@ def compare_partitions(
     keys = [c.columnName for c in sub.get_table(table).clustering_columns]
     mismatches = 0
     for dt in dts[: min(len(dts), 50)]:  # warm the HMS JIT for this call
-        client.get_partitions_ps(synthetic.DB, bench_hms.BIG, [dt])
+        client.get_partitions_ps(synthetic.DB, BIG, [dt])
     hms_samples = []
     for i in range(max(hms_calls, len(dts))):
         dt = dts[i % len(dts)]
         started = time.perf_counter()
-        parts = client.get_partitions_ps(synthetic.DB, bench_hms.BIG, [dt])
+        parts = client.get_partitions_ps(synthetic.DB, BIG, [dt])
         hms_samples.append(time.perf_counter() - started)
         if i < len(dts):
             expected = sorted(make_partition_name(keys, p.values) for p in parts)
@@ -177,11 +166,11 @@ def run(uri: str, hms_calls: int, cache_calls: int, warm_rounds: int) -> list[Re
             f"  loaded {stats.tables} tables, {stats.partitions} partitions from HMS and "
             f"preloaded in {time.monotonic() - started:.1f} s"
         )
-        tables = sorted(t for t in client.get_all_tables(synthetic.DB) if t != bench_hms.BIG)
+        tables = sorted(t for t in client.get_all_tables(synthetic.DB) if t != BIG)
         dts = sorted(
             {
                 name.split("/")[0].split("=")[1]
-                for name in client.get_partition_names(synthetic.DB, bench_hms.BIG)
+                for name in client.get_partition_names(synthetic.DB, BIG)
             }
         )
         del objects
@@ -194,7 +183,7 @@ def run(uri: str, hms_calls: int, cache_calls: int, warm_rounds: int) -> list[Re
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    bench_hms.add_shape_arguments(parser)
+    add_shape_arguments(parser)
     parser.add_argument("--hms-calls", type=int, default=500, help="HMS calls per measure")
     parser.add_argument("--cache-calls", type=int, default=100_000)
     parser.add_argument(
@@ -206,10 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     add_output_argument(parser)
     args = parser.parse_args(argv)
     results: list[Result] = []
-    shape = bench_hms.shape_from(args)
-    with bench_hms.running_hms(
-        args.data_dir, shape, batch=args.batch, build_results=results
-    ) as uri:
+    shape = shape_from(args)
+    with running_hms(args.data_dir, shape, batch=args.batch, build_results=results) as uri:
         print(f"cache vs HMS: {shape}; {cpu_note()}")
         results += run(uri, args.hms_calls, args.cache_calls, args.warm_rounds)
     return finish("subscriber cache vs HMS", results, args)

@@ -29,16 +29,13 @@ import time
 import zlib
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from thriftpy2.protocol import TCompactProtocolFactory, TCyBinaryProtocolFactory
+from thriftpy2.transport import TCyMemoryBuffer
 
-from thriftpy2.protocol import TCompactProtocolFactory, TCyBinaryProtocolFactory  # noqa: E402
-from thriftpy2.transport import TCyMemoryBuffer  # noqa: E402
-
-import idl  # noqa: E402
-from subscriber.protocol import codec  # noqa: E402
+import idl
+from subscriber.protocol import codec
 
 CO = idl.catalog_objects
 CS = idl.catalog_service

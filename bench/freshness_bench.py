@@ -23,21 +23,19 @@ from __future__ import annotations
 import argparse
 import time
 
-import synthetic
 import zmq
-from bench_hms import BIG, add_shape_arguments, running_hms, shape_from
-from measure import Result, add_output_argument, add_repo_to_path, finish, summarize
+from support import synthetic
+from support.hms import BIG, add_shape_arguments, running_hms, shape_from
+from support.measure import Result, add_output_argument, finish, summarize
 
-add_repo_to_path()
-
-from catalogd.admin.handlers import RuntimeInfo  # noqa: E402
-from catalogd.freshness.detector import ChangeDetector  # noqa: E402
-from catalogd.freshness.operations import Operations  # noqa: E402
-from catalogd.freshness.table_loader import TableLoader  # noqa: E402
-from catalogd.metastore.client import MetastoreClient  # noqa: E402
-from catalogd.metastore.source import ThriftSource  # noqa: E402
-from catalogd.server.thread import CatalogServer, ServerConfig  # noqa: E402
-from subscriber.api import CatalogSubscriber  # noqa: E402
+from catalogd.admin.handlers import RuntimeInfo
+from catalogd.freshness.detector import ChangeDetector
+from catalogd.freshness.operations import Operations
+from catalogd.freshness.table_loader import TableLoader
+from catalogd.metastore.client import MetastoreClient
+from catalogd.metastore.source import ThriftSource
+from catalogd.server.thread import CatalogServer, ServerConfig
+from subscriber.api import CatalogSubscriber
 
 POLL_DB = "poll_bench"
 

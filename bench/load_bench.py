@@ -4,7 +4,7 @@
 
     .venv/bin/python bench/load_bench.py [--data-dir DIR] [--loads 2] [--calls 500]
 
-Starts the benchmark HMS (``bench_hms.py``: built on first use, then reused),
+Starts the benchmark HMS (``support/hms.py``: built on first use, then reused),
 loads everything with ``load_catalog(ThriftSource(...))`` ``--loads`` times
 (the first load also warms the HMS's JIT) and reports tables/s, partitions/s
 and total time of each, plus the time to encode the loaded objects for the
@@ -17,34 +17,13 @@ from __future__ import annotations
 import argparse
 import time
 
-import bench_hms
-import synthetic
-from measure import Result, add_output_argument, add_repo_to_path, cpu_note, finish, summarize
+from support import synthetic
+from support.hms import add_shape_arguments, measure_get_table, running_hms, shape_from
+from support.measure import Result, add_output_argument, cpu_note, finish, summarize
 
-add_repo_to_path()
-
-from catalogd.metastore import convert  # noqa: E402
-from catalogd.metastore.client import MetastoreClient  # noqa: E402
-from catalogd.metastore.source import ThriftSource, load_catalog  # noqa: E402
-
-# The HMS's JIT needs a few hundred calls: here the first 500 had a p50 of ~10 ms,
-# the next 500 of 2.4-5 ms.
-WARMUP_CALLS = 500
-
-
-def measure_get_table(
-    client: MetastoreClient, table: str, calls: int, warmup: int = WARMUP_CALLS
-) -> list[float]:
-    """Latencies (s) of ``calls`` HMS ``get_table`` calls on ``bench.<table>``, after
-    ``warmup`` unmeasured ones."""
-    for _ in range(warmup):
-        client.get_table(synthetic.DB, table)
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        client.get_table(synthetic.DB, table)
-        samples.append(time.perf_counter() - started)
-    return samples
+from catalogd.metastore import convert
+from catalogd.metastore.client import MetastoreClient
+from catalogd.metastore.source import ThriftSource, load_catalog
 
 
 def run(uri: str, loads: int, calls: int) -> list[Result]:
@@ -90,16 +69,14 @@ def run(uri: str, loads: int, calls: int) -> list[Result]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    bench_hms.add_shape_arguments(parser)
+    add_shape_arguments(parser)
     parser.add_argument("--loads", type=int, default=2, help="full loads to run (default 2)")
     parser.add_argument("--calls", type=int, default=500, help="get_table calls (default 500)")
     add_output_argument(parser)
     args = parser.parse_args(argv)
     results: list[Result] = []
-    shape = bench_hms.shape_from(args)
-    with bench_hms.running_hms(
-        args.data_dir, shape, batch=args.batch, build_results=results
-    ) as uri:
+    shape = shape_from(args)
+    with running_hms(args.data_dir, shape, batch=args.batch, build_results=results) as uri:
         print(f"load: {shape}; {cpu_note()}")
         results += run(uri, args.loads, args.calls)
     return finish("HMS load and get_table baseline", results, args)

@@ -6,7 +6,7 @@
 
 catalogd runs in this process (an in-process :class:`CatalogServer` on loopback,
 fed from memory: HMS time is not what this measures). For each N, N subscriber
-processes (``subscriber_process.py fanout``) sync, then:
+processes (``support/subscriber_process.py fanout``) sync, then:
 
 1. **raw baseline**: a plain pyzmq PUB in this process sends ``--changes``
    200-byte messages at ``--rate``/s to a plain SUB in every process: the
@@ -36,16 +36,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import synthetic
 import zmq
-from measure import Result, add_output_argument, add_repo_to_path, cpu_note, finish, summarize
+from support import synthetic
+from support.measure import Result, add_output_argument, cpu_note, finish, summarize
 
-add_repo_to_path()
+from catalogd.server.thread import CatalogServer, ServerConfig
+from subscriber.protocol import codec
 
-from catalogd.server.thread import CatalogServer, ServerConfig  # noqa: E402
-from subscriber.protocol import codec  # noqa: E402
-
-WORKER = Path(__file__).with_name("subscriber_process.py")
+HERE = Path(__file__).resolve().parent
+# Run from bench/ (``cwd=HERE``), where ``support`` is importable.
+WORKER = [sys.executable, "-m", "support.subscriber_process"]
 CHANGED_KEY = "TABLE:bench.t0000"
 TARGET_P50_S, TARGET_P99_S = 0.005, 0.050
 
@@ -72,9 +72,7 @@ def run_round(
     pull.bind("tcp://127.0.0.1:*")
     endpoints = [e.getsockopt(zmq.LAST_ENDPOINT).decode() for e in (raw, pull)]
     procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), "fanout", server.endpoint, *endpoints, str(i)]
-        )
+        subprocess.Popen([*WORKER, "fanout", server.endpoint, *endpoints, str(i)], cwd=HERE)
         for i in range(n)
     ]
     try:

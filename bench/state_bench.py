@@ -28,14 +28,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from measure import Result, add_repo_to_path, cpu_note, print_results
+import sqlalchemy as sa
+from support.measure import Result, cpu_note, print_results
 
-add_repo_to_path()
-
-import sqlalchemy as sa  # noqa: E402
-
-from catalogd.core.catalog import Catalog  # noqa: E402
-from catalogd.state.store import StateStore, sqlite_url  # noqa: E402
+from catalogd.core.catalog import Catalog
+from catalogd.state.store import StateStore, sqlite_url
 
 POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/{db}"
 MARIADB = "mysql+pymysql://root@127.0.0.1:3306/{db}"

@@ -9,7 +9,7 @@ Builds ``tables`` tables of ``dts * regions`` partitions each (default 1,000 x
 :mod:`catalogd.metastore.convert`, exactly as the loader does, and caches the
 encoded payloads in ``--data-dir`` (building 1M takes minutes; later runs
 reuse the file). The payloads are ``preload``-ed into an in-process
-:class:`CatalogServer`; then one subscriber process (``subscriber_process.py
+:class:`CatalogServer`; then one subscriber process (``support/subscriber_process.py
 sync``) measures ``start()`` -> ``wait_synced`` and its RSS before and after.
 
 Also printed: the server's snapshot encoding time (its own chunk generator,
@@ -23,21 +23,22 @@ import multiprocessing
 import pickle
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
-import synthetic
 import zmq
-from measure import Result, add_output_argument, add_repo_to_path, cpu_note, finish
+from support import synthetic
+from support.measure import Result, add_output_argument, cpu_note, finish
 
-add_repo_to_path()
+from catalogd.server.thread import CatalogServer, ServerConfig
 
-from catalogd.server.thread import CatalogServer, ServerConfig  # noqa: E402
-
-DEFAULT_DIR = Path("/tmp/catalogd-bench-sync")
-WORKER = Path(__file__).with_name("subscriber_process.py")
+HERE = Path(__file__).resolve().parent
+DEFAULT_DIR = Path(tempfile.gettempdir()) / "catalogd-bench-sync"
+# Run from bench/ (``cwd=HERE``), where ``support`` is importable.
+WORKER = [sys.executable, "-m", "support.subscriber_process"]
 TARGET_SYNC_S = 10.0
 TARGET_BYTES_PER_PARTITION = 1024
 
@@ -105,7 +106,7 @@ def run(
     server_cpu = time.process_time()  # this process is idle but for the server thread
     try:
         proc = subprocess.Popen(
-            [sys.executable, str(WORKER), "sync", server.endpoint, report_ep, str(timeout_s)]
+            [*WORKER, "sync", server.endpoint, report_ep, str(timeout_s)], cwd=HERE
         )
         if not pull.poll(int((timeout_s + 60) * 1000)):
             proc.kill()

@@ -21,15 +21,13 @@ from __future__ import annotations
 import argparse
 import time
 
-import synthetic
 import zmq
-from measure import Result, add_output_argument, add_repo_to_path, cpu_note, finish
+from support import synthetic
+from support.measure import Result, add_output_argument, cpu_note, finish
 
-add_repo_to_path()
-
-from catalogd.server.thread import CatalogServer, ServerConfig  # noqa: E402
-from subscriber.protocol import codec, wire  # noqa: E402
-from subscriber.sync import Commit  # noqa: E402
+from catalogd.server.thread import CatalogServer, ServerConfig
+from subscriber.protocol import codec, wire
+from subscriber.sync import Commit
 
 TABLE = "huge"
 TARGET_BYTES = 2048

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from catalogd import logs
-from catalogd.admin.endpoint import AdminServer, SubscriberBarrier
+from catalogd.admin.barrier import SubscriberBarrier
+from catalogd.admin.endpoint import AdminServer
 from catalogd.admin.handlers import RuntimeInfo, handlers
 from catalogd.config import Config, ConfigError, diff, load_config
 from catalogd.core import cache_pools as caching
-from catalogd.core import plans
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.freshness.operations import Operations
 from catalogd.freshness.table_loader import TableLoader
@@ -37,6 +37,7 @@ from catalogd.metrics import Metrics
 from catalogd.notify import Notifier
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.state.store import StateStore
+from catalogd.status import read_shape, status_line
 from subscriber.protocol.errors import CatalogError
 
 log = logging.getLogger("catalogd")
@@ -145,7 +146,12 @@ def serve(
         store = stack.enter_context(StateStore.open(config.state.url))
         high_water = store.high_water_mark()
         log.info("state store %s: versions continue after %d", store.url, high_water)
-        loader_ref: list[TableLoader] = []
+        # The loader exists before the server (whose load requests it takes) and
+        # gets the Operations, made over the server, when it starts.
+        table_loader = TableLoader(
+            pool_size=config.loader.pool_size,
+            on_loaded=lambda seconds: metrics.observe_load("table", seconds),
+        )
         server = CatalogServer(
             ServerConfig(
                 bind=config.server.bind,
@@ -154,7 +160,7 @@ def serve(
                 heartbeat_interval_s=config.server.heartbeat_interval_s,
                 start_version=high_water,
             ),
-            on_load_request=lambda db, table: _priority_load(loader_ref, db, table),
+            on_load_request=table_loader.request_urgent,
             reserve=store.reserve,
         )
 
@@ -180,12 +186,7 @@ def serve(
         metrics.observe_load("names", time.monotonic() - started)
         server.start()
         stack.callback(server.close)
-        table_loader = TableLoader(
-            ops,
-            pool_size=config.loader.pool_size,
-            on_loaded=lambda seconds: metrics.observe_load("table", seconds),
-        ).start()
-        loader_ref.append(table_loader)
+        table_loader.start(ops)
         stack.callback(table_loader.close)
         queued = table_loader.enqueue_unloaded()
         dead_after = 3 * config.server.heartbeat_interval_s + 1.0
@@ -221,7 +222,7 @@ def serve(
             admin.endpoint,
             server.service_id,
         )
-        notifier.ready(_status_line(server, table_loader))
+        notifier.ready(status_line(read_shape(server), len(server.stats.subscribers)))
         _supervise(
             config,
             server,
@@ -270,39 +271,19 @@ def _supervise(
                 loader.stats.failed,
                 info.all_loaded_s,
             )
-        shape = server.submit(_shape).result()
-        metrics.set_catalog(**shape)
-        metrics.update_from(server.stats, version=shape["version"], now=time.time())
-        notifier.status(_status_line(server, loader, shape))
+        shape = read_shape(server)
+        metrics.set_catalog(
+            version=shape.version,
+            objects_by_type=shape.objects_by_type,
+            tables_loaded=shape.tables_loaded,
+            tables_not_loaded=shape.tables_not_loaded,
+            delta_log_floor=shape.delta_log_floor,
+        )
+        metrics.update_from(server.stats, version=shape.version, now=time.time())
+        notifier.status(status_line(shape, len(server.stats.subscribers)))
         if signals.reload.is_set():
             signals.reload.clear()
             config = _reload(config, server, detector, notifier, reload_config)
-
-
-def _shape(catalog: Any) -> dict[str, Any]:
-    counts = catalog.counts_by_type()
-    unloaded = len(plans.unloaded_tables(catalog))
-    tables = counts.get("TABLE", 0) + counts.get("VIEW", 0)
-    return {
-        "version": catalog.version,
-        "objects_by_type": counts,
-        "tables_loaded": tables - unloaded,
-        "tables_not_loaded": unloaded,
-        "delta_log_floor": catalog.floor,
-    }
-
-
-def _status_line(
-    server: CatalogServer, loader: TableLoader, shape: dict[str, Any] | None = None
-) -> str:
-    shape = shape or server.submit(_shape).result()
-    counts = shape["objects_by_type"]
-    return (
-        f"version {shape['version']}: {counts.get('DATABASE', 0)} databases, "
-        f"{shape['tables_loaded']} tables loaded, {shape['tables_not_loaded']} to load, "
-        f"{counts.get('HDFS_PARTITION', 0)} partitions, "
-        f"{len(server.stats.subscribers)} subscribers"
-    )
 
 
 def _reload(
@@ -396,14 +377,9 @@ def _admin_done(
     )
 
 
-def _priority_load(loader_ref: list[TableLoader], db: str, table: str) -> None:
-    if loader_ref:
-        loader_ref[0].request(db, table, urgent=True)
-
-
 def _current_event_id(ops: Operations) -> int:
     try:
-        return ops.source().client.get_current_notification_event_id()  # type: ignore[attr-defined]
+        return ops.source().current_notification_id()
     except CatalogError as exc:
         log.warning("cannot read the HMS notification event id: %s", exc)
         return 0

@@ -22,37 +22,25 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import idl
-from subscriber import privileges
+from subscriber import privileges, reads
 from subscriber.cache import CacheView, ChangeEvent
-from subscriber.protocol import codec
 from subscriber.protocol.delta import Entry
-from subscriber.protocol.errors import (
-    CatalogTimeoutError,
-    ForkedProcessError,
-    InvalidRequestError,
-    NotFoundError,
-)
-from subscriber.protocol.keys import (
-    GLOBAL,
-    TableName,
-    database_key,
-    object_type_of,
-    parse_partition_name,
-    table_key,
-)
+from subscriber.protocol.errors import CatalogTimeoutError, ForkedProcessError, NotFoundError
+from subscriber.protocol.keys import GLOBAL, TableName, database_key
+from subscriber.reads import PartitionSpec
 from subscriber.sync import Step, SyncMachine
 from subscriber.transport import SubscriberTransport, TransportConfig, TransportStats
+
+__all__ = ["CatalogSubscriber", "Listener", "PartitionSpec"]
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[[ChangeEvent], None]
-PartitionSpec = Mapping[str, str] | str | None
 
-_MEMO_LIMIT = 200_000
 _LOAD_RETRY_S = 3.0
 svc = idl.catalog_service
 _UNLOADED = idl.catalog_objects.TTableType.UNLOADED_TABLE
@@ -105,12 +93,10 @@ class CatalogSubscriber:
         self._listeners: tuple[Listener, ...] = ()
         self._machine.cache.emit_events = False  # until someone listens
         self._changed = threading.Condition()
-        self._memo: dict[tuple[str, int], Any] = {}
+        self._decode = reads.ObjectDecoder()
         self._privileges_memo: tuple[frozenset[str], Any] | None = None
         self._started = False
         self._closed = False
-        self._reported = -1
-        self._reported_at = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -236,16 +222,7 @@ class CatalogSubscriber:
         Raises:
             NotFoundError: no such database in the cache.
         """
-        view = self._view()
-        db = db.lower()
-        if database_key(db) not in view.objects:
-            raise NotFoundError(f"database {db!r} not found")
-        names = []
-        for key in view.keys_of(db):
-            kind = object_type_of(key)
-            if kind in ("TABLE", "VIEW"):
-                names.append(key.partition(".")[2])
-        return sorted(names)
+        return reads.table_names(self._view(), db.lower())
 
     def get_table(self, name: str, *, load: bool = False, timeout: float = 60.0) -> Any:
         """The ``TTable`` for ``"db.table"`` (a view too). Partitions are separate:
@@ -292,13 +269,7 @@ class CatalogSubscriber:
         return self._decode(self._table_entry(table_name)).table
 
     def _table_entry(self, name: TableName) -> Entry:
-        view = self._view()
-        entry = view.get(table_key(name.db, name.table)) or view.get(
-            table_key(name.db, name.table, view=True)
-        )
-        if entry is None:
-            raise NotFoundError(f"table {name} not found")
-        return entry
+        return reads.table_entry(self._view(), name)
 
     def list_partitions(self, table: str, spec: PartitionSpec = None) -> list[Any]:
         """The ``THdfsPartition`` objects of ``table`` matching a partial spec.
@@ -314,19 +285,10 @@ class CatalogSubscriber:
         """
         name = TableName.parse(table)
         view = self._view()
-        header = self._decode(self._table_entry(name)).table
+        header = self._decode(reads.table_entry(view, name)).table
         columns = [c.columnName.lower() for c in (header.clustering_columns or [])]
-        wanted = _spec_pairs(spec)
-        unknown = [c for c, _ in wanted if c not in columns]
-        if unknown:
-            raise InvalidRequestError(
-                f"{', '.join(unknown)} not a partition column of {name}; "
-                f"partition columns: {', '.join(columns) or '(none)'}"
-            )
-        parts = view.partitions_of(str(name))
-        found = parts.matching(dict(wanted)) if wanted else list(parts.items())
-        found.sort(key=lambda item: item[0])
-        return [self._decode(entry).hdfs_partition for _, entry in found]
+        found = reads.partition_entries(view, name, columns, spec)
+        return [self._decode(entry).hdfs_partition for entry in found]
 
     # -- privileges and cache pools --------------------------------------------------------
 
@@ -383,38 +345,13 @@ class CatalogSubscriber:
     def cached_tables(self, pool: str | None = None) -> list[str]:
         """Tables (``db.table``) and partitions (``db.table/k=v``) marked cached
         (in ``pool`` when given), from table headers alone."""
-        view = self._view()
-        found = []
-        for keys in view.by_database.values():
-            for key in keys:
-                if not key.startswith("TABLE:"):
-                    continue
-                table = self._decode(view.objects[key]).table
-                name = f"{table.db_name}.{table.tbl_name}"
-                if table.cache_pool_name and pool in (None, table.cache_pool_name):
-                    found.append(name)
-                for part, part_pool in (table.cached_partitions or {}).items():
-                    if pool in (None, part_pool):
-                        found.append(f"{name}/{part}")
-        return sorted(found)
+        return reads.cached_tables(self._view(), self._decode, pool)
 
     # -- internals ---------------------------------------------------------------------------
 
     def _view(self) -> CacheView:
         self._check_process()
         return self._machine.cache.view
-
-    def _decode(self, entry: Entry) -> Any:
-        memo_key = (entry.key, entry.version)
-        obj = self._memo.get(memo_key)
-        if obj is None:
-            assert entry.payload is not None
-            obj = codec.decode_object(entry.payload)
-            obj.catalog_version = entry.version
-            if len(self._memo) >= _MEMO_LIMIT:
-                self._memo = {}
-            self._memo[memo_key] = obj
-        return obj
 
     def _check_process(self) -> None:
         if os.getpid() != self._pid:
@@ -431,20 +368,5 @@ class CatalogSubscriber:
                     listener(event)
                 except Exception:  # noqa: BLE001 - a listener never kills the thread
                     log.exception("catalog listener %r failed on %s", listener, event)
-        # Tell catalogd what we applied (read-your-writes barriers), at once on a
-        # change and at least once a second as a sign of life.
-        version = self._machine.cache.view.version
-        now = time.monotonic()
-        if self._machine.synced and (version != self._reported or now - self._reported_at >= 1.0):
-            self._reported, self._reported_at = version, now
-            self._transport.report(self._machine.cache.view.service_id, version)
         with self._changed:
             self._changed.notify_all()
-
-
-def _spec_pairs(spec: PartitionSpec) -> list[tuple[str, str]]:
-    if spec is None:
-        return []
-    if isinstance(spec, str):
-        return list(parse_partition_name(spec))
-    return [(str(k).lower(), str(v)) for k, v in spec.items()]

@@ -1,16 +1,22 @@
 """The subscriber's synchronisation protocol as a pure state machine.
 
 The transport (:mod:`subscriber.transport`) owns the sockets; it feeds decoded
-messages and clock ticks into :class:`SyncMachine` and carries out the
-:class:`Action` values it returns. Nothing here does I/O or reads a clock:
-time arrives as ``now`` arguments, so every path is testable in microseconds.
+messages (:mod:`subscriber.protocol.messages`) and clock ticks into
+:class:`SyncMachine` and carries out the :class:`Step` each returns: requests to
+send (:class:`Action`), a version report to send, counters to add. Nothing
+here does I/O or reads a clock: time arrives as ``now`` arguments, so every
+path is testable in microseconds.
 
 Protocol (the ZeroMQ guide's Clone pattern, hardened):
 
 1. ``JOINING``: the SUB socket is subscribed; wait until *anything* arrives on
    it, which proves the subscription is live (closes the slow-joiner race).
-2. ``SNAPSHOTTING``: ask for a snapshot and buffer every delta meanwhile. On
-   the snapshot at version V, apply buffered deltas newer than V, drop older.
+2. ``SNAPSHOTTING``: ask for a snapshot and buffer every delta meanwhile. The
+   answer comes in chunks numbered from 0, then an end that states the entry
+   and chunk counts; a chunk out of order, an undecodable answer or counts
+   that do not match (a truncated snapshot) ask for the snapshot again. On
+   the complete snapshot at version V, apply buffered deltas newer than V,
+   drop older.
 3. ``SYNCED``: apply each committed delta only when it follows the cached
    version (:meth:`Delta.rebased`); a gap, a commit whose per-database parts did
    not all arrive, or a heartbeat announcing a version we lack asks for a
@@ -20,6 +26,10 @@ Protocol (the ZeroMQ guide's Clone pattern, hardened):
 4. No message for ``stale_after`` seconds marks the cache stale (reads still
    work) and asks the transport to reconnect, which restarts at ``JOINING``.
 
+While synced, each message, tick and completed snapshot or catch-up also tells
+whether to report the applied version to catalogd (its read-your-writes
+barriers wait for it): at once when it changed, else every ``report_interval_s``.
+
 Invariants: the cache only ever moves by whole deltas that follow its version
 or by complete snapshots; every lost message is detected by a version gap, a
 count mismatch, or a heartbeat.
@@ -27,13 +37,15 @@ count mismatch, or a heartbeat.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from operator import attrgetter
 
 from subscriber.cache import CatalogCache, ChangeEvent
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.keys import GLOBAL
+from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, SnapshotEnd
 
 
 class Phase(Enum):
@@ -41,39 +53,6 @@ class Phase(Enum):
     SNAPSHOTTING = "snapshotting"
     SYNCED = "synced"
     CATCHING_UP = "catching-up"
-
-
-# -- inputs ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class DeltaPart:
-    """The entries of one database (``""`` = global objects) in one published delta."""
-
-    service_id: str
-    from_version: int
-    to_version: int
-    database: str
-    entries: tuple[Entry, ...]
-    counts: Mapping[str, int] | None = None
-    """Set on a delta's last part: the whole delta's entries per database."""
-
-
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """Closes a published delta: how many entries each database's part carried."""
-
-    service_id: str
-    from_version: int
-    to_version: int
-    counts: Mapping[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class Heartbeat:
-    service_id: str
-    version: int
-    interval_s: float
 
 
 # -- outputs ---------------------------------------------------------------------
@@ -91,6 +70,14 @@ class Action:
     from_version: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Tell catalogd that this subscriber holds ``version`` of ``service_id``."""
+
+    service_id: str
+    version: int
+
+
 @dataclass(slots=True)
 class Step:
     """What one input produced: actions for the transport, events for listeners."""
@@ -99,11 +86,25 @@ class Step:
     events: list[ChangeEvent] = field(default_factory=list)
     dropped: int = 0
     """Messages ignored as stale, duplicate or foreign (counted by the transport)."""
+    garbage: int = 0
+    """Snapshot answers out of order, undecodable or truncated (counted by the transport)."""
+    installed: bool = False
+    """A complete snapshot replaced the cache."""
+    report: Report | None = None
+    """Due now: the applied version to report to catalogd."""
 
 
 @dataclass(slots=True)
 class _Pending:
     parts: dict[str, DeltaPart] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Assembly:
+    """The snapshot being received: its entries so far and the next chunk's number."""
+
+    entries: list[Entry] = field(default_factory=list)
+    next_seq: int = 0
 
 
 class SyncMachine:
@@ -113,6 +114,8 @@ class SyncMachine:
         databases: follow only these databases (plus global objects); None = all.
         stale_after_heartbeats: heartbeat intervals of silence before stale.
         request_timeout_s: re-send a snapshot/catch-up request after this long.
+        report_interval_s: while synced, report the applied version at least
+            this often (and at once when it changes).
     """
 
     def __init__(
@@ -121,6 +124,7 @@ class SyncMachine:
         databases: Iterable[str] | None = None,
         stale_after_heartbeats: float = 3.0,
         request_timeout_s: float = 10.0,
+        report_interval_s: float = 1.0,
     ) -> None:
         self.cache = CatalogCache()
         self.databases = None if databases is None else frozenset(d.lower() for d in databases)
@@ -137,6 +141,10 @@ class SyncMachine:
         self._requested_at: float | None = None
         self._pending: dict[tuple[str, int, int], _Pending] = {}
         self._buffer: list[tuple[str, Delta]] = []  # (service id, delta) while not synced
+        self._assembly: _Assembly | None = None  # the snapshot asked for, while it arrives
+        self._report_interval = report_interval_s
+        self._reported = -1  # the version last reported, and when
+        self._reported_at = 0.0
 
     # -- read side ------------------------------------------------------------------
 
@@ -162,11 +170,82 @@ class SyncMachine:
         self.phase = Phase.JOINING
         self._pending.clear()
         self._buffer.clear()
+        self._assembly = None
         self._requested_at = None
         self._last_heard = now
         return Step()
 
     def on_part(self, part: DeltaPart, now: float) -> Step:
+        return self._report_if_due(self._part(part, now), now)
+
+    def on_commit(self, commit: Commit, now: float) -> Step:
+        return self._report_if_due(self._commit(commit, now), now)
+
+    def on_heartbeat(self, beat: Heartbeat, now: float) -> Step:
+        return self._report_if_due(self._heartbeat(beat, now), now)
+
+    def on_snapshot_chunk(self, chunk: SnapshotChunk, now: float) -> Step:
+        """One chunk of the answer to the snapshot this machine asked for."""
+        assembly = self._assembly
+        if assembly is None:
+            return Step()  # nothing asked for: a stale answer
+        if chunk.seq != assembly.next_seq:
+            return self._restart_snapshot()
+        assembly.entries.extend(chunk.entries)
+        assembly.next_seq += 1
+        return Step()
+
+    def on_snapshot_end(self, end: SnapshotEnd, now: float) -> Step:
+        """The end of the snapshot answer: install it if no chunk went missing."""
+        assembly = self._assembly
+        if assembly is None:
+            return Step()
+        if end.count != len(assembly.entries) or end.chunks != assembly.next_seq:
+            return self._restart_snapshot()  # truncated
+        return self.on_snapshot(end.service_id, end.version, assembly.entries, now)
+
+    def on_snapshot_garbage(self, now: float) -> Step:
+        """An answer to the snapshot request that is an error or does not decode."""
+        return Step() if self._assembly is None else self._restart_snapshot()
+
+    def on_snapshot(
+        self, service_id: str, version: int, entries: Iterable[Entry], now: float
+    ) -> Step:
+        """A complete snapshot (:meth:`on_snapshot_end` checked its counts)."""
+        step = Step(installed=True)
+        self._assembly = None
+        same_service = service_id == self.cache.view.service_id
+        self._announced = max(version, self._announced) if same_service else version
+        self._service_id = service_id
+        step.events = self.cache.install(service_id, version, entries)
+        self.phase = Phase.SYNCED
+        self.stale = False
+        self._requested_at = None
+        return self._report_if_due(self._drain(step, now), now)
+
+    def on_catch_up(self, delta: Delta, now: float) -> Step:
+        """The server's answer to a catch-up request (already filtered to our databases)."""
+        step = Step()
+        self._requested_at = None
+        rebased = delta.rebased(self.cache.view.version)
+        if rebased is None:
+            # Cannot happen with an honest server; recover the safe way.
+            return self._snapshot(step, now)
+        step.events = self.cache.apply(rebased)
+        self.phase = Phase.SYNCED
+        self.stale = False
+        return self._report_if_due(self._drain(step, now), now)
+
+    def on_catch_up_unavailable(self, now: float) -> Step:
+        """The server's delta log no longer reaches back to our version."""
+        return self._snapshot(Step(), now)
+
+    def on_tick(self, now: float) -> Step:
+        return self._report_if_due(self._tick(now), now)
+
+    # -- internals ------------------------------------------------------------------
+
+    def _part(self, part: DeltaPart, now: float) -> Step:
         step = self._heard(part.service_id, now)
         if step.actions or self._foreign(part.service_id):
             step.dropped += 1
@@ -181,12 +260,12 @@ class SyncMachine:
             # The last part commits inline (a filtered subscriber waits for the
             # separate commit, which counts only what it follows).
             inline = Commit(part.service_id, part.from_version, part.to_version, part.counts)
-            committed = self.on_commit(inline, now)
+            committed = self._commit(inline, now)
             committed.dropped += step.dropped
             return committed
         return step
 
-    def on_commit(self, commit: Commit, now: float) -> Step:
+    def _commit(self, commit: Commit, now: float) -> Step:
         step = self._heard(commit.service_id, now)
         if step.actions or self._foreign(commit.service_id):
             step.dropped += 1
@@ -211,14 +290,16 @@ class SyncMachine:
             if self.phase is Phase.SYNCED:
                 return self._catch_up(step, now)
             return step
-        entries = sorted((e for p in pending.parts.values() for e in p.entries), key=_version)
+        entries = sorted(
+            (e for p in pending.parts.values() for e in p.entries), key=attrgetter("version")
+        )
         delta = Delta(commit.from_version, commit.to_version, tuple(entries))
         if self.phase is not Phase.SYNCED:
             self._buffer.append((commit.service_id, delta))
             return step
         return self._apply_or_catch_up(delta, step, now)
 
-    def on_heartbeat(self, beat: Heartbeat, now: float) -> Step:
+    def _heartbeat(self, beat: Heartbeat, now: float) -> Step:
         step = self._heard(beat.service_id, now)
         self._interval = beat.interval_s
         if step.actions or self._foreign(beat.service_id):
@@ -232,38 +313,7 @@ class SyncMachine:
             self._current_since = now
         return step
 
-    def on_snapshot(
-        self, service_id: str, version: int, entries: Iterable[Entry], now: float
-    ) -> Step:
-        """A complete snapshot (the transport checked its terminator and count)."""
-        step = Step()
-        same_service = service_id == self.cache.view.service_id
-        self._announced = max(version, self._announced) if same_service else version
-        self._service_id = service_id
-        step.events = self.cache.install(service_id, version, entries)
-        self.phase = Phase.SYNCED
-        self.stale = False
-        self._requested_at = None
-        return self._drain(step, now)
-
-    def on_catch_up(self, delta: Delta, now: float) -> Step:
-        """The server's answer to a catch-up request (already filtered to our databases)."""
-        step = Step()
-        self._requested_at = None
-        rebased = delta.rebased(self.cache.view.version)
-        if rebased is None:
-            # Cannot happen with an honest server; recover the safe way.
-            return self._snapshot(step, now)
-        step.events = self.cache.apply(rebased)
-        self.phase = Phase.SYNCED
-        self.stale = False
-        return self._drain(step, now)
-
-    def on_catch_up_unavailable(self, now: float) -> Step:
-        """The server's delta log no longer reaches back to our version."""
-        return self._snapshot(Step(), now)
-
-    def on_tick(self, now: float) -> Step:
+    def _tick(self, now: float) -> Step:
         step = Step()
         silent_for = now - self._last_heard if self._last_heard is not None else 0.0
         if silent_for > self._stale_after * self._interval:
@@ -276,8 +326,6 @@ class SyncMachine:
                 return self._catch_up(step, now)
             return self._snapshot(step, now)
         return step
-
-    # -- internals ------------------------------------------------------------------
 
     def _heard(self, service_id: str, now: float) -> Step:
         step = Step()
@@ -301,7 +349,23 @@ class SyncMachine:
         self._buffer.clear()
         self._requested_at = now
         self._service_id = None  # accept whichever service answers
+        self._assembly = _Assembly()
         step.actions.append(Action(ActionKind.REQUEST_SNAPSHOT))
+        return step
+
+    def _restart_snapshot(self) -> Step:
+        """Ask for the snapshot again (keeping the deltas buffered meanwhile)."""
+        self._assembly = _Assembly()
+        return Step([Action(ActionKind.REQUEST_SNAPSHOT)], garbage=1)
+
+    def _report_if_due(self, step: Step, now: float) -> Step:
+        """While synced: a new version at once, the same one after ``report_interval_s``."""
+        version = self.cache.view.version
+        if self.synced and (
+            version != self._reported or now - self._reported_at >= self._report_interval
+        ):
+            self._reported, self._reported_at = version, now
+            step.report = Report(self.cache.view.service_id, version)
         return step
 
     def _catch_up(self, step: Step, now: float) -> Step:
@@ -340,7 +404,3 @@ class SyncMachine:
         if self.phase is Phase.SYNCED and self.cache.view.version >= self._announced:
             self._current_since = now
         return step
-
-
-def _version(entry: Entry) -> int:
-    return entry.version

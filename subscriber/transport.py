@@ -2,8 +2,11 @@
 
 :class:`SubscriberTransport` owns a DEALER (hello, snapshot, catch-up, reports)
 and a SUB (deltas, heartbeats), both created, used and closed inside its thread
-(``catalogd-subscriber``). It feeds everything into the pure
-:class:`~subscriber.sync.SyncMachine` and carries out the actions it returns.
+(``catalogd-subscriber``). It only moves bytes: it decodes what arrives
+(:mod:`subscriber.protocol.wire`), feeds it with the clock into the pure
+:class:`~subscriber.sync.SyncMachine`, and carries out the :class:`~subscriber.sync.Step`
+each input returns (requests, the version report, counters). Every protocol
+decision (snapshot reassembly, gaps, resyncs, when to report) is the machine's.
 User threads talk to it only through thread-safe queues and read the cache's
 immutable view; see :mod:`subscriber.api` for the public class.
 """
@@ -24,7 +27,8 @@ import zmq
 import idl
 from subscriber.protocol import codec, wire
 from subscriber.protocol.errors import ProtocolError
-from subscriber.sync import ActionKind, Commit, DeltaPart, Heartbeat, Phase, Step, SyncMachine
+from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk
+from subscriber.sync import ActionKind, Phase, Step, SyncMachine
 
 log = logging.getLogger(__name__)
 svc = idl.catalog_service
@@ -86,8 +90,6 @@ class SubscriberTransport:
         self._thread = threading.Thread(target=self._run, name="catalogd-subscriber", daemon=True)
         self._rid = 0
         self._snapshot_rid: int | None = None
-        self._snapshot_entries: list[Any] = []
-        self._snapshot_seq = 0
         self._catch_up_rid: int | None = None
         self._dealer: zmq.Socket | None = None
 
@@ -286,36 +288,26 @@ class SubscriberTransport:
         return False  # a stale answer, or the reply to a one-way request
 
     def _snapshot_part(self, response: Any, now: float) -> bool:
-        if response.chunk is not None:
-            chunk = response.chunk
-            if chunk.seq != self._snapshot_seq:
-                return self._restart_snapshot(now)
-            try:
-                self._snapshot_entries.extend(wire.entries_from_thrift(chunk.entries))
-            except ProtocolError:
-                return self._restart_snapshot(now)
-            self._snapshot_seq += 1
-            return False
-        end = response.snapshot_end
-        if end is None or response.status.code != svc.TStatusCode.OK:
-            return self._restart_snapshot(now)
-        if end.count != len(self._snapshot_entries) or end.chunks != self._snapshot_seq:
-            return self._restart_snapshot(now)  # truncated
-        entries, self._snapshot_entries = self._snapshot_entries, []
-        self._snapshot_rid = None
-        self.stats.snapshots += 1
-        if not self.stats.service_ids or self.stats.service_ids[-1] != end.service_id:
-            self.stats.service_ids.append(end.service_id)
-        return self._handle(self.machine.on_snapshot(end.service_id, end.version, entries, now))
-
-    def _restart_snapshot(self, now: float) -> bool:
-        self.stats.garbage += 1
-        self._request_snapshot()
-        return False
+        try:
+            reply = wire.parse_snapshot_reply(response)
+        except ProtocolError:
+            return self._handle(self.machine.on_snapshot_garbage(now))
+        if isinstance(reply, SnapshotChunk):
+            return self._handle(self.machine.on_snapshot_chunk(reply, now))
+        return self._handle(self.machine.on_snapshot_end(reply, now))
 
     def _handle(self, step: Step) -> bool:
         """Carry out a step's actions; True means reconnect."""
         self.stats.dropped += step.dropped
+        self.stats.garbage += step.garbage
+        if step.installed:
+            self._snapshot_rid = None
+            self.stats.snapshots += 1
+            service_id = self.machine.cache.view.service_id
+            if not self.stats.service_ids or self.stats.service_ids[-1] != service_id:
+                self.stats.service_ids.append(service_id)
+        if step.report is not None:
+            self.report(step.report.service_id, step.report.version)
         reconnect = False
         for action in step.actions:
             if action.kind is ActionKind.REQUEST_SNAPSHOT:
@@ -340,8 +332,6 @@ class SubscriberTransport:
 
     def _request_snapshot(self) -> None:
         self._snapshot_rid = self._next_rid()
-        self._snapshot_entries = []
-        self._snapshot_seq = 0
         self._send(
             svc.TRequest(
                 request_id=self._snapshot_rid,

@@ -1,10 +1,10 @@
-"""Shared pytest setup: the real-server fixtures plugin and its options."""
+"""Shared pytest setup: the real-server fixtures plugin (``support.fixtures``) and its options."""
 
 from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["hms_support"]
+pytest_plugins = ["support.fixtures"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -13,5 +13,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--hms-cache-dir",
         default=None,
         help="where the embedded Hive Metastore keeps start-up artefacts between runs "
-        "(class archive, PostgreSQL DDL); default: pytest's cache dir",
+        "(class archive, PostgreSQL DDL); default: pytest's cache dir (a temp dir "
+        "for this run only under -p no:cacheprovider)",
     )

@@ -1,8 +1,9 @@
 """A real, Derby-backed Hive Metastore holding the benchmark catalog, built once and reused.
 
-::
+Used by the HMS benchmarks (``load_bench.py``, ``cache_vs_hms.py``,
+``freshness_bench.py``); to build or check it alone, from ``bench/``::
 
-    .venv/bin/python bench/bench_hms.py [--data-dir DIR] [--tables 100] ...
+    ../.venv/bin/python -m support.hms [--data-dir DIR] [--tables 100] ...
 
 Database ``bench``: ``--tables`` partitioned Parquet tables ``t0000``... with
 ``--table-dts * --table-regions`` partitions each (columns ``dt``, ``region``),
@@ -16,7 +17,8 @@ creates itself, which made it ~4x slower here (seen with jstack: "process
 reaper" threads busy under ``add_partitions``).
 
 The built catalog lives in ``--data-dir`` with a manifest naming its shape; a
-later run with the same shape reuses it, another shape rebuilds it. Use
+later run with the same shape reuses it, another shape rebuilds it (the default
+directory is ``catalogd-bench-hms`` in the system's temporary directory). Use
 :func:`running_hms` to start the HMS on it. The HMS runs with the JVM's full
 JIT (``fast_start=False``): these benchmarks measure its steady-state speed.
 """
@@ -26,21 +28,19 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import synthetic
-from measure import Result, add_output_argument, add_repo_to_path, finish
+from catalogd.metastore.client import MetastoreClient
+from catalogd.metastore.embedded import EmbeddedMetastore
+from support import synthetic
+from support.measure import Result, add_output_argument, finish
 
-add_repo_to_path()
-
-from catalogd.metastore.client import MetastoreClient  # noqa: E402
-from catalogd.metastore.embedded import EmbeddedMetastore  # noqa: E402
-
-DEFAULT_DIR = Path("/tmp/catalogd-bench-hms")
+DEFAULT_DIR = Path(tempfile.gettempdir()) / "catalogd-bench-hms"
 MANIFEST = "bench-manifest.json"
 BIG = "big"
 
@@ -165,6 +165,26 @@ def _build(data_dir: Path, shape: HmsShape, batch: int) -> list[Result]:
 def _make_dir(location: str) -> None:
     if location.startswith("file:"):
         Path(location.removeprefix("file:")).mkdir(parents=True, exist_ok=True)
+
+
+# The HMS's JIT needs a few hundred calls: here the first 500 had a p50 of ~10 ms,
+# the next 500 of 2.4-5 ms.
+WARMUP_CALLS = 500
+
+
+def measure_get_table(
+    client: MetastoreClient, table: str, calls: int, warmup: int = WARMUP_CALLS
+) -> list[float]:
+    """Latencies (s) of ``calls`` HMS ``get_table`` calls on ``bench.<table>``, after
+    ``warmup`` unmeasured ones."""
+    for _ in range(warmup):
+        client.get_table(synthetic.DB, table)
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        client.get_table(synthetic.DB, table)
+        samples.append(time.perf_counter() - started)
+    return samples
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """What every benchmark shares: result rows, latency summaries, memory readings.
 
 A benchmark returns :class:`Result` rows; :func:`print_results` prints them as
-one table (``run_all.py`` prints every benchmark's rows together). A row with a
+one table (``bench/run_all.py`` prints every benchmark's rows together). A row with a
 target says whether it was met and by how much it was missed, but a missed
 target never makes a benchmark fail: they all exit 0.
 """
@@ -18,16 +18,6 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def add_repo_to_path() -> None:
-    """Make ``catalogd``, ``subscriber``, ``idl`` and ``tests/hms_support`` importable
-    when a benchmark runs as a script (``python bench/x.py``)."""
-    for path in (str(REPO), str(REPO / "tests")):
-        if path not in sys.path:
-            sys.path.insert(0, path)
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,13 @@
 
 ::
 
-    python bench/subscriber_process.py fanout ENDPOINT RAW_PUB REPORT INDEX
-    python bench/subscriber_process.py sync ENDPOINT REPORT TIMEOUT_S
+    cd bench && python -m support.subscriber_process fanout ENDPOINT RAW_PUB REPORT INDEX
+    cd bench && python -m support.subscriber_process sync ENDPOINT REPORT TIMEOUT_S
 
-Started with ``subprocess`` by ``propagation.py`` and ``sync_bench.py``, never
-imported by them, so a child loads only pyzmq and ``subscriber`` (like a Spark
-driver would) and nothing of the benchmark's own set-up. Results go back as one
+Started with ``subprocess`` (``cwd`` ``bench/``) by ``propagation.py`` and
+``sync_bench.py``, never imported by them, so a child loads only pyzmq,
+``subscriber`` and ``support.measure`` (like a Spark driver would load the
+subscriber) and nothing of the benchmark's own set-up. Results go back as one
 JSON message on a ZeroMQ PUSH socket connected to ``REPORT``.
 
 Times are ``time.monotonic()`` readings: on Linux that is ``CLOCK_MONOTONIC``,
@@ -29,17 +30,13 @@ import ctypes
 import gc
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import zmq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from measure import peak_rss_bytes, rss_bytes  # noqa: E402
-
-from subscriber.api import CatalogSubscriber  # noqa: E402
-from subscriber.cache import ChangeEvent  # noqa: E402
+from subscriber.api import CatalogSubscriber
+from subscriber.cache import ChangeEvent
+from support.measure import peak_rss_bytes, rss_bytes
 
 
 def fanout(endpoint: str, raw_pub: str, report: str, index: int) -> None:

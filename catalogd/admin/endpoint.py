@@ -7,9 +7,8 @@ admin thread, which alone sends on the socket.
 
 Every mutating command answers with the catalog version at which its effect
 is published. With ``sync`` the answer waits until every *live* subscriber has
-reported applying that version. A subscriber that stops reporting for
-``dead_after_s`` is dropped from the barrier, so one dead Spark driver cannot
-hang an admin command; the answer names every subscriber that did not confirm.
+reported applying that version (:class:`~catalogd.admin.barrier.SubscriberBarrier`);
+the answer names every subscriber that did not confirm.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import queue
 import threading
 import time
@@ -29,6 +27,8 @@ from typing import Any
 import zmq
 
 import idl
+from catalogd.admin.barrier import SubscriberBarrier
+from catalogd.server.doorbell import Doorbell
 from subscriber.protocol import codec
 from subscriber.protocol.errors import (
     BusyError,
@@ -74,59 +74,6 @@ def error_code(exc: BaseException) -> int:
     return Code.INTERNAL_ERR
 
 
-class SubscriberBarrier:
-    """Waits until live subscribers report a version (read from the server's stats)."""
-
-    def __init__(
-        self,
-        reports: Callable[[], dict[str, tuple[int, float]]],
-        *,
-        dead_after_s: float,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self._reports = reports
-        self._dead_after = dead_after_s
-        self._recent = max(60.0, 10 * dead_after_s)
-        self._clock = clock
-        self._sleep = sleep
-
-    def live(self) -> dict[str, tuple[int, float]]:
-        now = self._clock()
-        return {c: r for c, r in self._reports().items() if now - r[1] <= self._dead_after}
-
-    def wait(self, version: int, timeout_s: float) -> tuple[list[str], list[str]]:
-        """Block until every live subscriber has applied ``version``.
-
-        Returns ``(confirmed, unconfirmed)`` client ids. Unconfirmed are those
-        that had not applied ``version`` by the timeout, went silent during the
-        wait, or had gone silent within the last minute (a crashed driver);
-        subscribers that said goodbye are forgotten at once.
-        """
-        deadline = self._clock() + timeout_s
-        now = self._clock()
-        recent = {c for c, (_, seen) in self._reports().items() if now - seen <= self._recent}
-        waiting = set(self.live())
-        confirmed: list[str] = []
-        # Went silent shortly before the command: not waited for, but named.
-        dropped: list[str] = sorted(recent - waiting)
-        while True:
-            now = self._clock()
-            reports = self._reports()
-            for client in sorted(waiting):
-                applied, seen = reports.get(client, (0, 0.0))
-                if applied >= version:
-                    confirmed.append(client)
-                    waiting.discard(client)
-                elif now - seen > self._dead_after:
-                    dropped.append(client)
-                    waiting.discard(client)
-            if not waiting or now >= deadline:
-                break
-            self._sleep(0.002)
-        return sorted(confirmed), sorted(dropped + list(waiting))
-
-
 class AdminServer:
     """Owns the admin ROUTER socket; dispatches commands to ``handlers``.
 
@@ -160,8 +107,7 @@ class AdminServer:
         self._context = context or zmq.Context.instance()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="catalogd-admin-worker")
         self._replies: queue.SimpleQueue[tuple[bytes, bytes]] = queue.SimpleQueue()
-        self._bell_r, self._bell_w = os.pipe()
-        os.set_blocking(self._bell_w, False)
+        self._bell = Doorbell()
         self._stop = threading.Event()
         self._accepting = True
         self._ready = threading.Event()
@@ -183,13 +129,10 @@ class AdminServer:
 
     def close(self, timeout: float = 5.0) -> None:
         self._stop.set()
-        with contextlib.suppress(OSError):
-            os.write(self._bell_w, b"\0")
+        self._bell.ring()
         self._thread.join(timeout)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        for fd in (self._bell_r, self._bell_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        self._bell.close()
 
     # -- admin thread ---------------------------------------------------------------------
 
@@ -208,12 +151,12 @@ class AdminServer:
         self._ready.set()
         poller = zmq.Poller()
         poller.register(router, zmq.POLLIN)
-        poller.register(self._bell_r, zmq.POLLIN)
+        poller.register(self._bell.fileno(), zmq.POLLIN)
         try:
             while not self._stop.is_set():
                 for sock, _ in poller.poll(500):
-                    if sock == self._bell_r:
-                        os.read(self._bell_r, 4096)
+                    if sock == self._bell.fileno():
+                        self._bell.drain()
                     else:
                         self._receive(router)
                 while not self._replies.empty():
@@ -251,8 +194,7 @@ class AdminServer:
 
     def _reply(self, identity: bytes, response: Any) -> None:
         self._replies.put((identity, codec.pack(response)))
-        with contextlib.suppress(OSError):
-            os.write(self._bell_w, b"\0")
+        self._bell.ring()
 
     # -- workers -----------------------------------------------------------------------------
 

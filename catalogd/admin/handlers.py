@@ -8,7 +8,6 @@ admin endpoint maps to status codes. Handlers run on admin worker threads.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,12 +15,11 @@ from typing import Any
 import idl
 from catalogd.admin.endpoint import AdminResult, Handler, table_name
 from catalogd.core import cache_pools as caching
-from catalogd.core import plans
-from catalogd.core.catalog import Catalog
 from catalogd.freshness.operations import Operations
 from catalogd.freshness.table_loader import TableLoader
 from catalogd.server.thread import CatalogServer
 from catalogd.state.store import StateStore
+from catalogd.status import status_detail
 from subscriber.protocol.errors import InvalidRequestError, NotFoundError
 
 svc = idl.catalog_service
@@ -72,57 +70,6 @@ def refresh(ops: Operations, request: Any) -> AdminResult:
     return AdminResult(version, detail)
 
 
-def status_detail(
-    server: CatalogServer,
-    loader: TableLoader,
-    info: RuntimeInfo,
-    barrier_live: dict[str, tuple[int, float]],
-) -> dict[str, Any]:
-    def read(catalog: Catalog) -> dict[str, Any]:
-        counts = catalog.counts_by_type()
-        unloaded = len(plans.unloaded_tables(catalog))
-        tables = counts.get("TABLE", 0) + counts.get("VIEW", 0)
-        return {
-            "version": catalog.version,
-            "delta_log": {"from": catalog.floor, "to": catalog.version},
-            "objects": dict(sorted(counts.items())),
-            "tables_loaded": tables - unloaded,
-            "tables_not_loaded": unloaded,
-        }
-
-    detail = server.submit(read).result()
-    now = time.time()
-    stats = server.stats
-    detail.update(
-        service_id=server.service_id,
-        endpoint=server.endpoint,
-        pub_endpoint=server.pub_endpoint,
-        uptime_s=round(now - info.started_at, 3),
-        names_published_s=info.names_published_s,
-        all_loaded_s=info.all_loaded_s,
-        loader={
-            "queued": loader.queued,
-            "loaded": loader.stats.loaded,
-            "failed": loader.stats.failed,
-        },
-        hms={"address": info.hms_address, "healthy": info.hms_healthy, "error": info.hms_error},
-        change_detection=info.detector,
-        published={"messages": stats.published_messages, "bytes": stats.published_bytes},
-        snapshots=stats.snapshots,
-        catch_ups=stats.catch_ups,
-        garbage_messages=stats.garbage,
-        subscribers={
-            client: {
-                "applied_version": version,
-                "last_report_age_s": round(now - seen, 3),
-                "live": client in barrier_live,
-            }
-            for client, (version, seen) in sorted(dict(stats.subscribers).items())
-        },
-    )
-    return detail
-
-
 def _pool_fields(request: Any) -> tuple[str, dict[str, Any]]:
     options = dict(request.options or {})
     name = options.get("pool", "")
@@ -160,13 +107,13 @@ def cache_pool(ops: Operations, store: StateStore, request: Any) -> AdminResult:
 def cache(ops: Operations, store: StateStore, request: Any) -> AdminResult:
     """cache / uncache DB.TABLE [--partition ...] [--pool P]: mark, then republish the table."""
     name = table_name(request)
-    if not ops.server.submit(lambda c: c.table_keys(name.db, name.table)).result():
+    if not ops.has_table(name.db, name.table):
         raise NotFoundError(f"table {name} not found")
     partitions: list[str | None] = list(request.partitions or []) or [None]
     for partition in partitions:
         if partition is not None:
             key = f"HDFS_PARTITION:{name.db}.{name.table}:{partition}"
-            if not ops.server.submit(functools.partial(_contains, key=key)).result():
+            if not ops.contains(key):
                 raise NotFoundError(f"partition {partition} of {name} not found")
     if request.command == Cmd.CACHE:
         pool = dict(request.options or {}).get("pool", "")
@@ -232,7 +179,3 @@ def handlers(
         table[Cmd.CACHE] = table[Cmd.UNCACHE] = lambda request: cache(ops, store, request)
         table[Cmd.AUDIT] = lambda request: audit(store, request)
     return table
-
-
-def _contains(catalog: Catalog, key: str) -> bool:
-    return key in catalog

@@ -1,15 +1,21 @@
 """Catalog operations that read HMS and publish the difference.
 
-:class:`Operations` is what the admin endpoint, the change detector and the
-lazy loader call. Each operation reads HMS in the calling thread (one
-metastore source per thread), encodes, then submits a :mod:`catalogd.core.plans`
-function to the server thread and returns the published version.
+:class:`Operations` is the one way into the catalog for the admin handlers, the
+change detector and the table loader: nobody else submits to the server
+thread. Each operation reads HMS in the calling thread (one metastore source
+per thread) and encodes, then makes ONE submission to the server thread that
+plans (a :mod:`catalogd.core.plans` function), commits, and answers the
+published version. The read methods (:meth:`Operations.databases`,
+:meth:`~Operations.table_names`, :meth:`~Operations.has_table`,
+:meth:`~Operations.contains`, :meth:`~Operations.table_state`, ...) are one
+submission each, too.
 
 Ordering between concurrent loads of one table is optimistic: every table has
-an *epoch*, touched only on the server thread. A load notes the epoch before
-reading HMS and commits only if it is unchanged; otherwise someone published
-newer metadata meanwhile and the load reads again (at most ``retries`` times).
-So a slow background load can never overwrite a newer refresh or invalidate.
+an *epoch*, written only on the server thread. A load notes the epoch before
+reading HMS; its submission commits only if the epoch is unchanged (and bumps
+it); otherwise someone published newer metadata meanwhile and the load reads
+again (at most ``retries`` times). So a slow background load can never
+overwrite a newer refresh or invalidate.
 """
 
 from __future__ import annotations
@@ -17,15 +23,15 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-import idl
 from catalogd.core import cache_pools as caching
 from catalogd.core import plans
 from catalogd.core.catalog import Catalog
 from catalogd.metastore import convert
 from catalogd.metastore import source as loader
+from catalogd.metastore.grants import grant_holders, load_privileges, owners_of
 from catalogd.server.thread import CatalogServer
 from subscriber.protocol import codec
 from subscriber.protocol.delta import Delta
@@ -39,25 +45,32 @@ from subscriber.protocol.keys import (
 log = logging.getLogger(__name__)
 
 SourceFactory = Callable[[], loader.MetastoreSource]
+Plan = Callable[[Catalog], plans.Changes]
+T = TypeVar("T")
 
 
 class Operations:
     """HMS-backed catalog operations. Thread-safe: call from any thread.
 
     Args:
-        server: the running server that owns the catalog.
+        server: the server that owns the catalog (started or not: before
+            :meth:`CatalogServer.start` submissions run in the calling thread).
         source_factory: makes a new metastore source; one is kept per thread.
+        retries: how often a load reads HMS again when concurrent changes
+            invalidated its read, before :class:`BusyError`.
     """
 
     def __init__(
         self, server: CatalogServer, source_factory: SourceFactory, *, retries: int = 3
     ) -> None:
-        self.server = server
+        self._server = server
         self._factory = source_factory
         self._local = threading.local()
-        self._sources: list[Any] = []
+        self._sources: list[loader.MetastoreSource] = []
         self._sources_lock = threading.Lock()
-        self._epochs: dict[tuple[str, str], int] = {}  # server thread only
+        # Written on the server thread only; read anywhere (a racy read is fine:
+        # the commit checks it again on the server thread).
+        self._epochs: dict[tuple[str, str], int] = {}
         self._retries = retries
         # (db, table) -> {partition or None: pool}; replaced whole, read anywhere.
         self.cache_marks: dict[tuple[str, str], dict[str | None, str]] = {}
@@ -75,26 +88,77 @@ class Operations:
         return source
 
     def close(self) -> None:
+        """Close every source made so far (sources made later are new ones)."""
         with self._sources_lock:
             for source in self._sources:
-                close = getattr(source, "close", None)
-                if close is not None:
-                    close()
+                source.close()
             self._sources.clear()
 
-    def _run(self, fn: Callable[[Catalog], dict[str, bytes | None] | None]) -> Delta | None:
-        def apply(catalog: Catalog) -> Delta | None:
-            changes = fn(catalog)
-            return None if changes is None else catalog.commit(changes)
+    def _read(self, fn: Callable[[Catalog], T]) -> T:
+        """``fn(catalog)`` on the server thread (one round trip)."""
+        return self._server.submit(fn).result()
 
-        return self.server.submit(apply).result()
+    def _commit(self, plan: Plan) -> int:
+        """Plan and commit in one submission; returns the published version."""
+        delta: Delta = self._read(lambda catalog: catalog.commit(plan(catalog)))
+        return delta.to_version
 
-    def version(self) -> int:
-        return self.server.submit(lambda c: c.version).result()
+    def _commit_if(self, db: str, table: str, epoch: int, plan: Plan) -> int | None:
+        """Plan and commit in one submission, unless ``db.table`` changed since ``epoch``.
 
-    def _bump(self, keys: Sequence[tuple[str, str]]) -> None:  # server thread
+        Returns the published version, or None when newer metadata was
+        published meanwhile (nothing committed: read HMS again).
+        """
+
+        def guarded(catalog: Catalog) -> Delta | None:
+            if self._epochs.get((db, table), 0) != epoch:
+                return None
+            self._epochs[(db, table)] = epoch + 1
+            return catalog.commit(plan(catalog))
+
+        delta = self._read(guarded)
+        return None if delta is None else delta.to_version
+
+    def _bump(self, keys: Iterable[tuple[str, str]]) -> None:  # server thread
         for key in keys:
             self._epochs[key] = self._epochs.get(key, 0) + 1
+
+    # -- reads (one submission each) ------------------------------------------------------
+
+    def version(self) -> int:
+        """The catalog's current version."""
+        return self._read(lambda c: c.version)
+
+    def databases(self) -> set[str]:
+        """Names of the databases the catalog holds."""
+        return self._read(plans.databases_in)
+
+    def table_names(self, db: str) -> set[str]:
+        """Names of the tables and views the catalog holds in ``db`` (loaded or not)."""
+        return self._read(functools.partial(plans.table_names_of, db=db))
+
+    def has_table(self, db: str, table: str) -> bool:
+        """Whether the catalog holds ``db.table`` (loaded or a placeholder)."""
+        return bool(self._read(lambda c: c.table_keys(db, table)))
+
+    def contains(self, key: str) -> bool:
+        """Whether the catalog holds a live object under ``key``."""
+        return self._read(lambda c: key in c)
+
+    def table_state(self, db: str, names: Sequence[str]) -> dict[str, tuple[bytes, set[str]]]:
+        """For the loaded tables among ``names``: (encoded header, partition names)."""
+        return self._read(functools.partial(plans.loaded_table_state, db=db, names=list(names)))
+
+    def unloaded(self, db: str | None = None) -> list[tuple[str, str]]:
+        """(db, table) of every placeholder (of one database)."""
+        return self._read(lambda c: plans.unloaded_tables(c, db))
+
+    def is_loaded(self, db: str, table: str) -> bool:
+        """False only for a placeholder (a table the catalog lacks counts as loaded)."""
+        return self._read(lambda c: not plans.is_placeholder(c, db, table))
+
+    def _version_if_loaded(self, db: str, table: str) -> int | None:
+        return self._read(lambda c: None if plans.is_placeholder(c, db, table) else c.version)
 
     # -- names (startup and invalidate) ----------------------------------------------------
 
@@ -113,7 +177,7 @@ class Operations:
                 tables = source.table_names(name)
             except NotFoundError:
                 if db is not None:
-                    self._run(functools.partial(plans.remove_database, db=name))
+                    self._commit(functools.partial(plans.remove_database, db=name))
                     raise
                 continue  # dropped while listing
             payload = codec.encode_object(convert.database_object(database))
@@ -134,14 +198,7 @@ class Operations:
                 self._bump([(name, t) for t in touched])
             return changes
 
-        self._run(plan)
-        return self.version()
-
-    def unloaded(self, db: str | None = None) -> list[tuple[str, str]]:
-        return self.server.submit(lambda c: plans.unloaded_tables(c, db)).result()
-
-    def is_loaded(self, db: str, table: str) -> bool:
-        return self.server.submit(lambda c: not plans.is_placeholder(c, db, table)).result()
+        return self._commit(plan)
 
     # -- tables ------------------------------------------------------------------------------
 
@@ -149,13 +206,17 @@ class Operations:
         """Read one table (header and partitions) from HMS and publish the difference.
 
         Returns the version at which the table's current state is published.
+        With ``only_if_unloaded`` a table that is not a placeholder (any more)
+        is left alone, unread, and the current version returned.
         A table gone from HMS is removed and NotFoundError raised.
         Raises BusyError when concurrent changes kept invalidating the read.
         """
         db, table = db.lower(), table.lower()
         for _ in range(self._retries + 1):
-            if only_if_unloaded and self.is_loaded(db, table):
-                return self.version()
+            if only_if_unloaded:
+                loaded_at = self._version_if_loaded(db, table)
+                if loaded_at is not None:
+                    return loaded_at
             epoch = self._epochs.get((db, table), 0)
             try:
                 objects, _ = loader.load_table(self.source(), db, table)
@@ -164,28 +225,20 @@ class Operations:
                 raise
             caching.apply_marks(objects, self.cache_marks.get((db, table), {}))
             payloads = convert.encode_all(objects)
-            if self._commit_if(
+            version = self._commit_if(
                 db,
                 table,
                 epoch,
                 functools.partial(plans.table, db=db, name=table, payloads=payloads),
-            ):
-                return self.version()
+            )
+            if version is not None:
+                return version
         raise BusyError(f"table {db}.{table} kept changing while loading; try again")
-
-    def _commit_if(
-        self, db: str, table: str, epoch: int, fn: Callable[[Catalog], dict[str, bytes | None]]
-    ) -> bool:
-        def guarded(catalog: Catalog) -> Delta | None:
-            if self._epochs.get((db, table), 0) != epoch:
-                return None  # newer metadata was published meanwhile
-            self._epochs[(db, table)] = epoch + 1
-            return catalog.commit(fn(catalog))
-
-        return self.server.submit(guarded).result() is not None
 
     def refresh_partitions(self, db: str, table: str, specs: Sequence[str]) -> int:
         """Reload only the named partitions (``k=v/k2=v2`` each) of a loaded table.
+
+        A placeholder is loaded whole instead. Returns the published version.
 
         Raises:
             InvalidRequestError: a malformed spec, or one not naming exactly the
@@ -197,7 +250,7 @@ class Operations:
             return self.load_table(db, table)  # nothing to refresh partially yet
         tables = self.source().get_tables(db, [table])
         if not tables:
-            self._run(lambda c: plans.remove_table(c, db, table))
+            self._commit(lambda c: plans.remove_table(c, db, table))
             raise NotFoundError(f"table {db}.{table} not found")
         hms_table = tables[0]
         columns = [k.name.lower() for k in hms_table.partitionKeys or []]
@@ -211,21 +264,21 @@ class Operations:
             objects = dict(convert.partition_object(hms_table, part) for part in parts)
             caching.apply_marks(objects, self.cache_marks.get((db, table), {}))
             payloads = convert.encode_all(objects)
-            if self._commit_if(
+            version = self._commit_if(
                 db, table, epoch, functools.partial(plans.partitions, keys=keys, payloads=payloads)
-            ):
-                return self.version()
+            )
+            if version is not None:
+                return version
         raise BusyError(f"table {db}.{table} kept changing while refreshing; try again")
 
     def publish_pools(self, pools: Sequence[Any]) -> int:
         """Make the catalog's HDFS_CACHE_POOL objects exactly ``pools``."""
         payloads = caching.pool_payloads(pools)
-        self._run(
+        return self._commit(
             lambda c: plans.replace_group(
                 c, c.keys_with_prefix("HDFS_CACHE_POOL:", db=""), payloads
             )
         )
-        return self.version()
 
     def load_privileges(self, server_name: str = "server1") -> int:
         """Reload roles, memberships and grants from HMS; publish the difference.
@@ -235,22 +288,19 @@ class Operations:
         ``D`` databases and ``T`` tables (plus the per-principal calls of
         :func:`catalogd.metastore.grants.load_privileges`).
         """
-        from catalogd.metastore.grants import load_privileges, owners_of
-
-        client = self.source().client  # type: ignore[attr-defined]
-        payloads = self.server.submit(_owner_payloads).result()
-        holders = owners_of(_decode_owners(payloads))
-        holders |= _grant_holders(client, self.server.submit(_table_names).result())
-        objects = load_privileges(client, principals=sorted(holders), server_name=server_name)
+        source = self.source()
+        owner_payloads, names = self._read(_grant_subjects)
+        holders = owners_of(_decode_owners(owner_payloads))
+        holders |= grant_holders(source, names)
+        objects = load_privileges(source, principals=sorted(holders), server_name=server_name)
         payloads = convert.encode_all(objects)
-        self._run(
+        return self._commit(
             lambda c: plans.replace_group(
                 c,
                 [k for k in c.keys_of_database("") if k.startswith(("PRINCIPAL:", "PRIVILEGE:"))],
                 payloads,
             )
         )
-        return self.version()
 
     def invalidate_table(self, db: str, table: str) -> int:
         """Turn one table back into a placeholder (reloaded lazily).
@@ -271,8 +321,7 @@ class Operations:
                 raise NotFoundError(f"table {db}.{table} not found")
             return changes
 
-        self._run(plan)
-        return self.version()
+        return self._commit(plan)
 
 
 def _canonical_partition(spec: str, columns: list[str], table: str) -> str:
@@ -291,13 +340,22 @@ def _canonical_partition(spec: str, columns: list[str], table: str) -> str:
     return make_partition_name(columns, [v for _, v in pairs])
 
 
-def _owner_payloads(catalog: Catalog) -> list[bytes]:
-    """Encoded DATABASE and TABLE headers (decoded by the caller, off the server thread)."""
-    return [
+def _grant_subjects(catalog: Catalog) -> tuple[list[bytes], list[tuple[str, str | None]]]:
+    """What :meth:`Operations.load_privileges` asks HMS about, read on the server thread:
+    the encoded DATABASE and TABLE headers (decoded by the caller, for their
+    owners) and (db, None) for every database and (db, table) for every table
+    and view."""
+    payloads = [
         e.payload
         for e in catalog.live_entries()
         if e.payload is not None and e.key.startswith(("DATABASE:", "TABLE:"))
     ]
+    names: list[tuple[str, str | None]] = []
+    for key in catalog.keys_with_prefix("DATABASE:"):
+        db = key.partition(":")[2]
+        names.append((db, None))
+        names.extend((db, t) for t in sorted(plans.table_names_of(catalog, db)))
+    return payloads, names
 
 
 def _decode_owners(payloads: list[bytes]) -> list[Any]:
@@ -308,40 +366,3 @@ def _decode_owners(payloads: list[bytes]) -> list[Any]:
         if obj.db is not None or (obj.table is not None and obj.table.metastore_table):
             objects.append(obj)
     return objects
-
-
-def _table_names(catalog: Catalog) -> list[tuple[str, str | None]]:
-    """(db, None) for every database and (db, table) for every table and view."""
-    names: list[tuple[str, str | None]] = []
-    for key in catalog.keys_with_prefix("DATABASE:"):
-        db = key.partition(":")[2]
-        names.append((db, None))
-        names.extend((db, t) for t in sorted(plans.table_names_of(catalog, db)))
-    return names
-
-
-_PRINCIPAL_TYPES = {1: "USER", 2: "ROLE", 3: "GROUP"}  # HMS PrincipalType values
-
-
-def _grant_holders(client: Any, objects: list[tuple[str, str | None]]) -> set[tuple[str, str]]:
-    """Every (principal, type) holding a grant on the server, a database or a table."""
-    hms = idl.hive_metastore
-    refs = [hms.HiveObjectRef(objectType=hms.HiveObjectType.GLOBAL)]
-    for db, table in objects:
-        if table is None:
-            refs.append(hms.HiveObjectRef(objectType=hms.HiveObjectType.DATABASE, dbName=db))
-        else:
-            refs.append(
-                hms.HiveObjectRef(objectType=hms.HiveObjectType.TABLE, dbName=db, objectName=table)
-            )
-    holders = set()
-    for ref in refs:
-        try:
-            grants = client.list_privileges(None, None, ref)
-        except NotFoundError:
-            continue  # dropped meanwhile
-        for grant in grants:
-            kind = _PRINCIPAL_TYPES.get(grant.principalType)
-            if kind is not None and grant.principalName:
-                holders.add((grant.principalName, kind))
-    return holders

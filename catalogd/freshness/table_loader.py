@@ -5,6 +5,12 @@ first, so subscribers are useful within a second; :class:`TableLoader` then
 loads every table in a pool of ``pool_size`` threads. A subscriber that needs
 a table now asks for a priority load (``TLoadTableRequest``); an urgent request
 jumps the queue. Concurrent requests for one table share one load.
+
+The loader may be made before the :class:`~catalogd.freshness.operations.Operations`
+it loads through, and given them at :meth:`TableLoader.start`: the server needs
+the loader (its ``on_load_request`` is :meth:`TableLoader.request_urgent`)
+before Operations can be made over the server. Requests made before
+:meth:`~TableLoader.start` wait in the queue.
 """
 
 from __future__ import annotations
@@ -36,18 +42,24 @@ class LoaderStats:
 
 
 class TableLoader:
-    """Loads placeholder tables in the background. Thread-safe."""
+    """Loads placeholder tables in the background. Thread-safe.
+
+    Args:
+        ops: the operations to load through; or None, and given to :meth:`start`.
+        pool_size: loader threads.
+        on_loaded: called with the seconds each successful load took.
+    """
 
     def __init__(
         self,
-        ops: Operations,
+        ops: Operations | None = None,
         *,
         pool_size: int = 4,
         on_loaded: Callable[[float], None] | None = None,
     ) -> None:
         if pool_size < 1:
             raise ValueError("pool_size must be at least 1")
-        self.ops = ops
+        self._ops = ops
         self.stats = LoaderStats()
         self._on_loaded = on_loaded
         self._queue: queue.PriorityQueue[tuple[int, int, tuple[str, str]]] = queue.PriorityQueue()
@@ -62,7 +74,18 @@ class TableLoader:
             for i in range(pool_size)
         ]
 
-    def start(self) -> TableLoader:
+    @property
+    def ops(self) -> Operations:
+        if self._ops is None:
+            raise RuntimeError("the table loader has no Operations yet: pass them to start()")
+        return self._ops
+
+    def start(self, ops: Operations | None = None) -> TableLoader:
+        """Start the pool, loading through ``ops`` (or those given at construction)."""
+        if ops is not None:
+            self._ops = ops
+        if self._ops is None:
+            raise RuntimeError("TableLoader.start() needs the Operations to load through")
         for thread in self._threads:
             thread.start()
         return self
@@ -72,7 +95,8 @@ class TableLoader:
         for _ in self._threads:
             self._queue.put((-1, next(self._seq), ("", "")))
         for thread in self._threads:
-            thread.join(timeout)
+            if thread.ident is not None:  # started
+                thread.join(timeout)
 
     def request(self, db: str, table: str, *, urgent: bool = False) -> Future[int]:
         """Load ``db.table`` if it is a placeholder; the Future gives the version
@@ -89,6 +113,11 @@ class TableLoader:
                 self.stats.urgent += 1
         self._queue.put((URGENT if urgent else BACKGROUND, next(self._seq), key))
         return future
+
+    def request_urgent(self, db: str, table: str) -> None:
+        """An urgent :meth:`request` (a subscriber waits), as the server's
+        ``on_load_request``: never blocks."""
+        self.request(db, table, urgent=True)
 
     def enqueue_unloaded(self, db: str | None = None) -> int:
         """Queue every placeholder (of one database); returns how many."""
@@ -124,26 +153,26 @@ class TableLoader:
                     continue  # done already, or another worker has it
                 self._running.add(key)
             started = time.monotonic()
-            outcome: tuple[int | None, BaseException | None]
+            version = 0
+            error: BaseException | None = None
             try:
                 version = self.ops.load_table(*key, only_if_unloaded=True)
             except NotFoundError as exc:
                 log.info("%s.%s was dropped before it could be loaded", *key)
-                outcome = (None, exc)
+                error = exc
             except CatalogError as exc:
                 self.stats.failed += 1
                 log.warning("loading %s.%s failed: %s", key[0], key[1], exc)
-                outcome = (None, exc)
+                error = exc
             except Exception as exc:  # noqa: BLE001 - a loader thread must survive
                 self.stats.failed += 1
                 log.exception("loading %s.%s failed", *key)
-                outcome = (None, exc)
+                error = exc
             else:
                 self.stats.loaded += 1
-                outcome = (version, None)
             elapsed = time.monotonic() - started
             self.stats.busy_seconds += elapsed
-            if self._on_loaded is not None and outcome[1] is None:
+            if self._on_loaded is not None and error is None:
                 self._on_loaded(elapsed)
             with self._lock:
                 self._running.discard(key)
@@ -151,7 +180,7 @@ class TableLoader:
                 if not self._pending:
                     self.stats.last_idle_at = time.monotonic()
                     self._idle.notify_all()
-            if outcome[1] is not None:
-                future.set_exception(outcome[1])
+            if error is not None:
+                future.set_exception(error)
             else:
-                future.set_result(outcome[0])  # type: ignore[arg-type]
+                future.set_result(version)

@@ -1,15 +1,19 @@
 """Roles, memberships and grants from the Hive Metastore as catalog objects.
 
-:func:`fetch_grants` asks HMS (through :class:`MetastoreClient`);
+:func:`fetch_grants` asks HMS (through a :class:`GrantReader`: a
+:class:`~catalogd.metastore.client.MetastoreClient` or any
+:class:`~catalogd.metastore.source.MetastoreSource`);
 :func:`privilege_objects` turns the answers into ``PRINCIPAL`` and
 ``PRIVILEGE`` objects without I/O; :func:`load_privileges` does both.
+:func:`grant_holders` finds who holds grants on given objects.
 
 Discovery. HMS 2.3 has no call listing every principal that holds a grant, so
 the principals asked about are: every role (``get_role_names``), every user,
 group and role that is a member of one (``get_principals_in_role``), and the
 ``principals`` the caller names -- catalogd passes the owners of its databases
 and tables (:func:`owners_of`), which is where Spark's automatic owner grants
-live. A user or group outside all of these is not seen.
+live, and every holder of a grant on the server, a database or a table
+(:func:`grant_holders`). A user or group outside all of these is not seen.
 
 Conversion (HMS -> Impala):
 
@@ -43,16 +47,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import idl
-from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.convert import stable_id
 from subscriber.privileges import privilege_name
 from subscriber.protocol.errors import InvalidRequestError, NotFoundError
 from subscriber.protocol.keys import principal_key, privilege_key
 
-__all__ = ["HmsGrants", "fetch_grants", "load_privileges", "owners_of", "privilege_objects"]
+__all__ = [
+    "GrantReader",
+    "HmsGrants",
+    "fetch_grants",
+    "grant_holders",
+    "load_privileges",
+    "owners_of",
+    "privilege_objects",
+]
 
 co = idl.catalog_objects
 hms = idl.hive_metastore
@@ -77,6 +88,22 @@ _LEVELS = {
 }
 _PUBLIC = "public"
 _I32 = 0x7FFF_FFFF
+
+
+class GrantReader(Protocol):
+    """The HMS calls :func:`fetch_grants` makes (a ``MetastoreClient`` has them)."""
+
+    def get_role_names(self) -> list[str]: ...
+
+    def get_principals_in_role(self, role: str) -> list[Any]: ...
+
+    def list_privileges(self, principal_name: str, principal_type: int) -> list[Any]: ...
+
+
+class ObjectGrantReader(Protocol):
+    """The HMS call :func:`grant_holders` makes (a ``MetastoreSource`` has it)."""
+
+    def grants_on(self, hive_object: Any) -> list[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -107,7 +134,36 @@ def owners_of(objects: Iterable[Any]) -> set[tuple[str, str]]:
     return owners
 
 
-def fetch_grants(client: MetastoreClient, principals: Iterable[tuple[str, str]] = ()) -> HmsGrants:
+def grant_holders(
+    reader: ObjectGrantReader, objects: Iterable[tuple[str, str | None]]
+) -> set[tuple[str, str]]:
+    """Every (name, ``"USER"``/``"GROUP"``/``"ROLE"``) holding a grant on the server
+    or on one of ``objects``: (db, None) for a database, (db, table) for a table.
+
+    Blocks on ``1 + len(objects)`` HMS calls; an object dropped meanwhile is skipped.
+    """
+    refs = [hms.HiveObjectRef(objectType=hms.HiveObjectType.GLOBAL)]
+    for db, table in objects:
+        if table is None:
+            refs.append(hms.HiveObjectRef(objectType=hms.HiveObjectType.DATABASE, dbName=db))
+        else:
+            refs.append(
+                hms.HiveObjectRef(objectType=hms.HiveObjectType.TABLE, dbName=db, objectName=table)
+            )
+    holders = set()
+    for ref in refs:
+        try:
+            grants = reader.grants_on(ref)
+        except NotFoundError:
+            continue  # dropped meanwhile
+        for grant in grants:
+            kind = _FROM_HMS.get(grant.principalType)
+            if kind is not None and grant.principalName:
+                holders.add((grant.principalName, kind))
+    return holders
+
+
+def fetch_grants(client: GrantReader, principals: Iterable[tuple[str, str]] = ()) -> HmsGrants:
     """Ask HMS for roles, their members and every discovered principal's grants.
 
     ``principals`` are extra (name, ``"USER"``/``"GROUP"``/``"ROLE"``) pairs to
@@ -147,7 +203,7 @@ def fetch_grants(client: MetastoreClient, principals: Iterable[tuple[str, str]] 
 
 
 def load_privileges(
-    client: MetastoreClient,
+    client: GrantReader,
     *,
     principals: Iterable[tuple[str, str]] = (),
     server_name: str = "server1",

@@ -3,8 +3,11 @@
 A :class:`MetastoreSource` is the seam between catalogd and wherever metadata
 lives: :class:`ThriftSource` (a real HMS over Thrift) and
 :class:`InMemorySource` (tests and benchmarks that must not be limited by HMS
-speed) implement it. The loader turns what a source returns into catalog
-objects with :mod:`catalogd.metastore.convert`; it never talks to sockets itself.
+speed) implement it. The protocol covers everything catalogd asks a metastore:
+databases, tables and partitions; notification events (the change detector);
+roles, memberships and grants (:mod:`catalogd.metastore.grants`); and closing.
+The loader turns what a source returns into catalog objects with
+:mod:`catalogd.metastore.convert`; it never talks to sockets itself.
 """
 
 from __future__ import annotations
@@ -40,6 +43,32 @@ class MetastoreSource(Protocol):
 
     def partition_names(self, db: str, table: str) -> list[str]:
         """The HMS partition names (``k=v/k2=v2``) of a table."""
+        ...
+
+    def current_notification_id(self) -> int:
+        """The id of the newest notification event (0 when the metastore logs none)."""
+        ...
+
+    def next_notifications(self, last_event: int, max_events: int) -> list[Any]:
+        """Up to ``max_events`` ``NotificationEvent`` s with ids above ``last_event``."""
+        ...
+
+    def get_role_names(self) -> list[str]: ...
+
+    def get_principals_in_role(self, role: str) -> list[Any]:
+        """The ``RolePrincipalGrant`` s of every member of ``role``."""
+        ...
+
+    def list_privileges(self, principal_name: str, principal_type: int) -> list[Any]:
+        """The ``HiveObjectPrivilege`` s of one principal (``PrincipalType``), on anything."""
+        ...
+
+    def grants_on(self, hive_object: Any) -> list[Any]:
+        """The ``HiveObjectPrivilege`` s of every principal on one ``HiveObjectRef``."""
+        ...
+
+    def close(self) -> None:
+        """Release what the source holds (a connection); it is not used afterwards."""
         ...
 
 
@@ -78,13 +107,36 @@ class ThriftSource:
             batch = names[start : start + self.partition_batch]
             yield from self.client.get_partitions_by_names(db, table, batch)
 
+    def current_notification_id(self) -> int:
+        return self.client.get_current_notification_event_id()
+
+    def next_notifications(self, last_event: int, max_events: int) -> list[Any]:
+        return self.client.get_next_notification(last_event, max_events)
+
+    def get_role_names(self) -> list[str]:
+        return self.client.get_role_names()
+
+    def get_principals_in_role(self, role: str) -> list[Any]:
+        return self.client.get_principals_in_role(role)
+
+    def list_privileges(self, principal_name: str, principal_type: int) -> list[Any]:
+        return self.client.list_privileges(principal_name, principal_type)
+
+    def grants_on(self, hive_object: Any) -> list[Any]:
+        # No principal (None, None): HMS answers for everyone holding a grant on it.
+        return list(self.client.call("list_privileges", None, None, hive_object, idempotent=True))
+
     def close(self) -> None:
         self.client.close()
 
 
 @dataclass
 class InMemorySource:
-    """A :class:`MetastoreSource` over HMS structs held in memory."""
+    """A :class:`MetastoreSource` over HMS structs held in memory.
+
+    It logs no notification events (so change detection polls it) and holds no
+    roles or grants.
+    """
 
     databases: dict[str, Any] = field(default_factory=dict)
     tables: dict[tuple[str, str], Any] = field(default_factory=dict)
@@ -117,6 +169,27 @@ class InMemorySource:
             yield from parts.values()
         else:
             yield from (parts[n] for n in names if n in parts)
+
+    def current_notification_id(self) -> int:
+        return 0
+
+    def next_notifications(self, last_event: int, max_events: int) -> list[Any]:
+        return []
+
+    def get_role_names(self) -> list[str]:
+        return []
+
+    def get_principals_in_role(self, role: str) -> list[Any]:
+        return []
+
+    def list_privileges(self, principal_name: str, principal_type: int) -> list[Any]:
+        return []
+
+    def grants_on(self, hive_object: Any) -> list[Any]:
+        return []
+
+    def close(self) -> None:
+        pass
 
 
 @dataclass

@@ -12,6 +12,7 @@ from the owning thread (``close`` is idempotent).
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 
@@ -29,10 +30,8 @@ class Doorbell:
 
     def ring(self) -> None:
         """Wake the owner; never blocks (a full pipe means a ring is pending)."""
-        try:
+        with contextlib.suppress(BlockingIOError, OSError):
             os.write(self._write, b"\0")
-        except (BlockingIOError, OSError):
-            pass
 
     def drain(self) -> None:
         """Consume every pending ring."""
@@ -46,8 +45,6 @@ class Doorbell:
         """Close both ends; later rings are ignored."""
         for fd in (self._read, self._write):
             if fd >= 0:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         self._read = self._write = -1

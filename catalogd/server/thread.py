@@ -4,90 +4,49 @@ One thread (``catalogd-server``) owns the :class:`~catalogd.core.catalog.Catalog
 PUB socket (deltas, heartbeats) and the ROUTER socket (hello, snapshots,
 catch-ups, load requests, subscriber reports). Other threads never touch them:
 they hand work in with :meth:`CatalogServer.submit`, which queues a function,
-rings a doorbell (a pipe the poller watches) and returns a Future that resolves
-once the function's delta is *published*. So a version returned to an admin is
-always one every subscriber can already receive.
+rings a :class:`~catalogd.server.doorbell.Doorbell` the poller watches and
+returns a Future that resolves once the function's delta is *published*. So a
+version returned to an admin is always one every subscriber can already receive,
+and a version is durably reserved (``reserve``) before it is published.
 
-Snapshots are sent in chunks of ``snapshot_chunk`` entries, one chunk per loop
-turn, interleaved with publishing, and flow-controlled by ROUTER_MANDATORY: a
-full pipe leaves the chunk for the next turn instead of dropping it. A
-terminator carries ``(service_id, version, count, chunks)`` so a subscriber
-detects a truncated snapshot. Malformed requests are counted and answered with
-an ERROR status when they can be; nothing a peer sends stops the loop.
+This module only receives, calls pure code and sends: what a request means is
+decided by :mod:`catalogd.server.requests`, how a snapshot is chunked by
+:mod:`catalogd.server.snapshots`, how sockets are bound and written without
+blocking by :mod:`catalogd.server.sockets`. Snapshots are sent one chunk per peer per
+loop turn, interleaved with publishing, and flow-controlled by
+ROUTER_MANDATORY: a full pipe leaves the chunk for the next turn instead of
+dropping it. Malformed requests are counted and answered with an ERROR status
+when they can be; nothing a peer sends stops the loop.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import queue
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
 
 import idl
-from catalogd.core.catalog import Catalog, DeltaUnavailableError
+from catalogd.core.catalog import Catalog
+from catalogd.server import requests, sockets
+from catalogd.server.config import DEFAULT_PORT, ServerConfig, ServerStats
+from catalogd.server.doorbell import Doorbell
+from catalogd.server.snapshots import SnapshotJob, snapshot_frames
 from subscriber.protocol import codec, wire
 from subscriber.protocol.delta import Delta
 from subscriber.protocol.errors import CatalogError, ProtocolError, UnavailableError
-from subscriber.protocol.keys import GLOBAL, database_of
+
+__all__ = ["DEFAULT_PORT", "CatalogServer", "ServerConfig", "ServerStats"]
 
 log = logging.getLogger(__name__)
 svc = idl.catalog_service
-
-DEFAULT_PORT = 26500
-
-
-@dataclass(frozen=True, slots=True)
-class ServerConfig:
-    """Where and how the server listens.
-
-    ``bind`` is the one address clients are given (ROUTER). ``pub_bind`` defaults
-    to the same host on the next port; ``"tcp://HOST:*"`` picks a free port.
-    ``advertise_host`` is the host put into the PUB endpoint clients are told
-    (default: the host they connected to).
-    """
-
-    bind: str = f"tcp://127.0.0.1:{DEFAULT_PORT}"
-    pub_bind: str | None = None
-    advertise_host: str | None = None
-    heartbeat_interval_s: float = 1.0
-    snapshot_chunk: int = 2000
-    max_catch_up_entries: int = 200_000
-    max_tombstones: int = 100_000
-    start_version: int = 0
-    pub_hwm: int = 100_000
-    max_request_bytes: int = 1 << 20
-
-
-@dataclass
-class ServerStats:
-    """Counters, updated only by the server thread; read them from anywhere."""
-
-    published_messages: int = 0
-    published_bytes: int = 0
-    heartbeats: int = 0
-    snapshots: int = 0
-    catch_ups: int = 0
-    catch_ups_refused: int = 0
-    garbage: int = 0
-    load_requests: int = 0
-    subscribers: dict[str, tuple[int, float]] = field(default_factory=dict)
-    """client id -> (applied version, wall time of its last report)."""
-
-
-def _next_port_endpoint(bind: str) -> str:
-    head, _, port = bind.rpartition(":")
-    if not port.isdigit():
-        return f"{head}:*"
-    return f"{head}:{int(port) + 1}"
+_DEFAULT_CONFIG = ServerConfig()
 
 
 class CatalogServer:
@@ -104,7 +63,7 @@ class CatalogServer:
 
     def __init__(
         self,
-        config: ServerConfig = ServerConfig(),
+        config: ServerConfig = _DEFAULT_CONFIG,
         *,
         context: zmq.Context | None = None,
         service_id: str | None = None,
@@ -125,13 +84,13 @@ class CatalogServer:
         self._work: queue.SimpleQueue[tuple[Callable[[Catalog], Any], Future[Any]]] = (
             queue.SimpleQueue()
         )
-        self._bell_r, self._bell_w = os.pipe()
-        os.set_blocking(self._bell_w, False)
+        self._bell = Doorbell()
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="catalogd-server", daemon=True)
-        self._jobs: list[_SnapshotJob] = []
+        self._jobs: list[SnapshotJob] = []
+        self._advertised_pub = ""
         self._heartbeat_interval = config.heartbeat_interval_s
         self._early_heartbeat = False
 
@@ -157,13 +116,10 @@ class CatalogServer:
         """Publish a final heartbeat, close the sockets and join the thread. Idempotent."""
         if not self._stop.is_set():
             self._stop.set()
-            self._ring()
+            self._bell.ring()
         if self._thread.is_alive():
             self._thread.join(timeout)
-        for fd in (self._bell_r, self._bell_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._bell_r = self._bell_w = -1
+        self._bell.close()
 
     def __enter__(self) -> CatalogServer:
         return self.start()
@@ -196,7 +152,7 @@ class CatalogServer:
             future.set_exception(UnavailableError("catalogd server is closed"))
             return future
         self._work.put((fn, future))
-        self._ring()
+        self._bell.ring()
         return future
 
     @property
@@ -212,30 +168,29 @@ class CatalogServer:
         if seconds <= 0:
             raise ValueError("the heartbeat interval must be positive")
         self._heartbeat_interval = seconds
-        self._ring()
+        self._bell.ring()
 
     def commit(self, changes: Any) -> Future[Delta]:
         """Commit ``changes`` (key -> payload or None) and publish the delta."""
         return self.submit(lambda catalog: catalog.commit(changes))
 
-    def _ring(self) -> None:
-        # A full pipe means a wake-up is already pending; a closed one, that we stop.
-        with contextlib.suppress(OSError):
-            os.write(self._bell_w, b"\0")
-
     # -- the server thread ------------------------------------------------------------------
 
     def _run(self) -> None:
         try:
-            router, pub = self._bind()
+            bound = sockets.bind(self._context, self.config)
         except zmq.ZMQError as exc:
             self._startup_error = exc
             self._ready.set()
             return
+        router, pub = bound.router, bound.pub
+        self.endpoint, self.pub_endpoint = bound.endpoint, bound.pub_endpoint
+        self._advertised_pub = bound.advertised_pub
         self._ready.set()
         poller = zmq.Poller()
         poller.register(router, zmq.POLLIN)
-        poller.register(self._bell_r, zmq.POLLIN)
+        bell = self._bell.fileno()
+        poller.register(bell, zmq.POLLIN)
         next_beat = last_beat = 0.0
         try:
             while not self._stop.is_set():
@@ -244,12 +199,12 @@ class CatalogServer:
                 if self._early_heartbeat:
                     wait = min(wait, 0.05)
                 for sock, _ in poller.poll(int(wait * 1000)):
-                    if sock == self._bell_r:
-                        os.read(self._bell_r, 4096)
+                    if sock == bell:
+                        self._bell.drain()
                         self._drain_work(pub)
                     else:
                         self._serve(router, limit=64)
-                self._advance_jobs(router)
+                sockets.advance_jobs(router, self._jobs)
                 if self._early_heartbeat and time.monotonic() >= last_beat + 0.05:
                     next_beat = 0.0
                 if time.monotonic() >= next_beat:
@@ -265,24 +220,6 @@ class CatalogServer:
             while not self._work.empty():
                 _, future = self._work.get_nowait()
                 future.set_exception(UnavailableError("catalogd server closed"))
-
-    def _bind(self) -> tuple[zmq.Socket, zmq.Socket]:
-        router = self._context.socket(zmq.ROUTER)
-        pub = self._context.socket(zmq.PUB)
-        try:
-            router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-            router.setsockopt(zmq.MAXMSGSIZE, self.config.max_request_bytes)
-            router.setsockopt(zmq.LINGER, 0)
-            pub.setsockopt(zmq.SNDHWM, self.config.pub_hwm)
-            router.bind(self.config.bind)
-            self.endpoint = router.getsockopt(zmq.LAST_ENDPOINT).decode()
-            pub.bind(self.config.pub_bind or _next_port_endpoint(self.endpoint))
-            self.pub_endpoint = pub.getsockopt(zmq.LAST_ENDPOINT).decode()
-        except zmq.ZMQError:
-            router.close(linger=0)
-            pub.close(linger=0)
-            raise
-        return router, pub
 
     def _drain_work(self, pub: zmq.Socket) -> None:
         while True:
@@ -352,138 +289,36 @@ class CatalogServer:
             identity, body = frames
             try:
                 request = codec.unpack(svc.TRequest, body)
-                response = self._answer(identity, request)
-            except ProtocolError as exc:
-                self.stats.garbage += 1
-                response = _status(svc.TStatusCode.ERROR, f"malformed request: {exc}")
-            if response is not None:
-                self._send(router, identity, response)
-
-    def _answer(self, identity: bytes, request: Any) -> Any:
-        rid = request.request_id
-        if request.hello is not None:
-            # A joining subscriber waits for its first SUB message; a prompt
-            # heartbeat saves it up to one heartbeat interval.
-            self._early_heartbeat = True
-            return svc.TResponse(request_id=rid, status=_OK(), welcome=self._welcome())
-        if request.snapshot is not None:
-            frames = self._snapshot_frames(rid, request.snapshot.databases)
-            self._jobs.append(_SnapshotJob(identity, rid, frames))
-            self.stats.snapshots += 1
-            return None
-        if request.catch_up is not None:
-            return self._catch_up(rid, request.catch_up)
-        if request.load_table is not None:
-            self.stats.load_requests += 1
-            if self._on_load_request is not None:
-                self._on_load_request(request.load_table.db_name, request.load_table.tbl_name)
-            return svc.TResponse(request_id=rid, status=_OK())
-        if request.report is not None:
-            report = request.report
-            if report.applied_version < 0:  # goodbye: a subscriber closed cleanly
-                self.stats.subscribers.pop(report.client_id, None)
-            elif report.service_id == self.service_id:  # not from before a restart
-                self.stats.subscribers[report.client_id] = (
-                    report.applied_version,
-                    self._clock(),
+                outcome = requests.answer(
+                    identity, request, self._catalog, self._state(), self._clock()
                 )
-            return None  # reports are one-way
-        raise ProtocolError("request carries no known command")
+            except ProtocolError as exc:
+                outcome = requests.malformed(exc)
+            requests.record(self.stats, outcome)
+            if outcome.early_heartbeat:
+                self._early_heartbeat = True
+            if outcome.snapshot is not None:
+                self._jobs.append(outcome.snapshot)
+            if outcome.load_request is not None and self._on_load_request is not None:
+                self._on_load_request(*outcome.load_request)
+            if outcome.response is not None:
+                sockets.send_reply(router, identity, outcome.response)
 
-    def _welcome(self) -> Any:
-        return svc.TWelcome(
+    def _state(self) -> requests.ServerState:
+        return requests.ServerState(
             service_id=self.service_id,
-            pub_endpoint=self._advertised_pub(),
-            version=self._catalog.version,
-            heartbeat_interval_ms=int(self._heartbeat_interval * 1000),
-            oldest_catch_up_version=self._catalog.floor,
-            protocol_version=svc.PROTOCOL_VERSION,
-        )
-
-    def _advertised_pub(self) -> str:
-        if self.config.advertise_host is None:
-            return self.pub_endpoint
-        port = self.pub_endpoint.rpartition(":")[2]
-        return f"tcp://{self.config.advertise_host}:{port}"
-
-    def _catch_up(self, rid: int | None, req: Any) -> Any:
-        wanted = None if req.databases is None else set(req.databases) | {GLOBAL}
-        try:
-            delta = self._catalog.delta_since(req.from_version).filtered(wanted)
-        except DeltaUnavailableError as exc:
-            self.stats.catch_ups_refused += 1
-            return _status(svc.TStatusCode.NOTFOUND, str(exc), rid)
-        if len(delta.entries) > self.config.max_catch_up_entries:
-            self.stats.catch_ups_refused += 1
-            return _status(svc.TStatusCode.NOTFOUND, "catch-up too large: take a snapshot", rid)
-        self.stats.catch_ups += 1
-        return svc.TResponse(
-            request_id=rid, status=_OK(), delta=wire.delta_to_thrift(self.service_id, delta)
+            pub_endpoint=self._advertised_pub,
+            heartbeat_interval_s=self._heartbeat_interval,
+            snapshot_chunk=self.config.snapshot_chunk,
+            max_catch_up_entries=self.config.max_catch_up_entries,
         )
 
     def _snapshot_frames(self, rid: int | None, databases: list[str] | None) -> Iterator[bytes]:
-        """Encode a snapshot lazily, chunk by chunk; the entries are captured now."""
-        version = self._catalog.version
-        wanted = None if databases is None else set(databases) | {GLOBAL}
-        entries = [
-            e
-            for e in self._catalog.live_entries()
-            if wanted is None or database_of(e.key) in wanted
-        ]
-        size = self.config.snapshot_chunk
-
-        def frames() -> Iterator[bytes]:
-            chunks = 0
-            for start in range(0, len(entries), size):
-                chunk = svc.TSnapshotChunk(
-                    service_id=self.service_id,
-                    seq=chunks,
-                    entries=[wire.entry_to_thrift(e) for e in entries[start : start + size]],
-                )
-                chunks += 1
-                # Entries were validated when they entered the catalog: skip the re-check.
-                response = svc.TResponse(request_id=rid, status=_OK(), chunk=chunk)
-                yield codec.pack(response, check=False)
-            end = svc.TSnapshotEnd(
-                service_id=self.service_id, version=version, count=len(entries), chunks=chunks
-            )
-            yield codec.pack(svc.TResponse(request_id=rid, status=_OK(), snapshot_end=end))
-
-        return frames()
-
-    def _advance_jobs(self, router: zmq.Socket) -> None:
-        for job in list(self._jobs):
-            try:
-                if job.frame is None:
-                    job.frame = next(job.frames)
-                router.send_multipart([job.identity, job.frame], zmq.NOBLOCK, copy=False)
-                job.frame = None
-            except StopIteration:
-                self._jobs.remove(job)
-            except zmq.Again:
-                continue  # the peer's pipe is full: try again next turn
-            except zmq.ZMQError as exc:
-                if exc.errno != zmq.EHOSTUNREACH:
-                    log.warning("snapshot send failed: %s", exc)
-                self._jobs.remove(job)  # the subscriber went away
-
-    def _send(self, router: zmq.Socket, identity: bytes, response: Any) -> None:
-        # Peer gone or its pipe full: it times out and asks again.
-        with contextlib.suppress(zmq.ZMQError):
-            router.send_multipart([identity, codec.pack(response)], zmq.NOBLOCK)
-
-
-@dataclass
-class _SnapshotJob:
-    identity: bytes
-    request_id: int | None
-    frames: Iterator[bytes]
-    frame: bytes | None = None
-
-
-def _OK() -> Any:  # noqa: N802 - reads like the constant it stands for
-    return svc.TStatus(code=svc.TStatusCode.OK)
-
-
-def _status(code: int, message: str, request_id: int | None = None) -> Any:
-    return svc.TResponse(request_id=request_id, status=svc.TStatus(code=code, message=message))
+        """A snapshot's encoded frames, as a peer would receive them (benchmarks use this)."""
+        return snapshot_frames(
+            self._catalog,
+            service_id=self.service_id,
+            request_id=rid,
+            databases=databases,
+            chunk_size=self.config.snapshot_chunk,
+        )

@@ -5,20 +5,28 @@
     CatalogError                      root: catch this to catch everything we raise
     ├── NotFoundError                 unknown database, table, partition, pool, ...
     ├── InvalidRequestError           malformed input (partition spec, name, option)
+    │   └── ConfigError               [catalogd] a bad configuration file or flag
     ├── ConflictError                 the request contradicts the current state
     ├── BusyError                     try again later (a load is in progress, ...)
     ├── ProtocolError                 bytes that do not decode as our messages
+    ├── VersionGapError               a delta applied to a copy at another version
+    ├── DeltaUnavailableError         [catalogd] the delta log no longer reaches back
     ├── CatalogTimeoutError           a bounded wait ran out (wait_for_version, ...)
     ├── ForkedProcessError            a subscriber used in a forked child process
     ├── UnavailableError              a peer cannot be reached
     │   └── MetastoreUnavailableError the Hive Metastore cannot be reached
     └── MetastoreError                the Hive Metastore answered with an error
 
+The classes are defined here, except ``VersionGapError``
+(:mod:`subscriber.protocol.delta`, next to the rule it guards) and the two
+marked [catalogd], which catalogd defines for its own use
+(``catalogd/config.py``, ``catalogd/core/catalog.py``).
+
 Adapters map foreign errors (zmq, thrift, DBAPI) to the most specific class here,
 chaining the original (``raise NotFoundError(...) from exc``). Every class
 pickles with its message intact (Spark ships exceptions between processes).
-This module lives in ``subscriber`` because ``subscriber`` installs with pyzmq
-and thriftpy2 only; ``catalogd`` builds on it.
+This module lives in ``subscriber.protocol`` because ``subscriber`` installs
+with pyzmq and thriftpy2 only; ``catalogd`` builds on it.
 """
 
 from __future__ import annotations

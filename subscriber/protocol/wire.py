@@ -1,9 +1,9 @@
 """How protocol values travel on ZeroMQ: topics, frames and Thrift conversions.
 
-Pure functions between the core's values (:mod:`subscriber.protocol.delta`,
-:mod:`subscriber.sync`) and catalogd's Thrift messages (``CatalogService.thrift``),
-plus the PUB topic scheme. Both catalogd and the subscriber use this module, so
-the two sides cannot disagree.
+Pure functions between the protocol's values (:mod:`subscriber.protocol.delta`,
+:mod:`subscriber.protocol.messages`) and catalogd's Thrift messages
+(``CatalogService.thrift``), plus the PUB topic scheme. Both catalogd and the
+subscriber use this module, so the two sides cannot disagree.
 
 PUB messages are two frames, ``[topic, body]``; ``body`` is a
 :func:`subscriber.protocol.codec.pack`-ed struct chosen by the topic's first byte:
@@ -25,7 +25,9 @@ everything subscribes to ``d`` and ``h`` only: the last part of a delta
 carries the commit counts, so a one-database change costs it one message.
 
 ROUTER/DEALER messages are one body frame (after the envelope): a packed
-``TRequest`` or ``TResponse``.
+``TRequest`` or ``TResponse``. A snapshot request is answered by ``TResponse``
+messages with a ``TSnapshotChunk`` each, then one with a ``TSnapshotEnd``
+(:func:`parse_snapshot_reply`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from subscriber.protocol import codec
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.errors import ProtocolError
 from subscriber.protocol.keys import GLOBAL, database_of
-from subscriber.sync import Commit, DeltaPart, Heartbeat
+from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, SnapshotEnd
 
 svc = idl.catalog_service
 
@@ -170,6 +172,21 @@ def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbe
         _require(t, "service_id", "version", "interval_ms")
         return Heartbeat(t.service_id, t.version, max(t.interval_ms, 1) / 1000.0)
     raise ProtocolError(f"unknown topic {topic[:16]!r}")
+
+
+def parse_snapshot_reply(response: Any) -> SnapshotChunk | SnapshotEnd:
+    """The chunk or the end carried by a decoded ``TResponse`` to a snapshot request.
+
+    Raises:
+        ProtocolError: undecodable entries, a non-OK status, or neither a chunk nor an end.
+    """
+    chunk = response.chunk
+    if chunk is not None:
+        return SnapshotChunk(chunk.seq, entries_from_thrift(chunk.entries))
+    end = response.snapshot_end
+    if end is None or response.status.code != svc.TStatusCode.OK:
+        raise ProtocolError("snapshot answered with an error, or with neither chunk nor end")
+    return SnapshotEnd(end.service_id, end.version, end.count, end.chunks)
 
 
 def delta_to_thrift(service_id: str, delta: Delta) -> object:

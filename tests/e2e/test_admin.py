@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from catalogd_process import CatalogdProcess
-from hms_support import thrift_partitions, thrift_table
 from polling import wait_until
+from support.catalogd_process import CatalogdProcess
+from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
 from catalogd.metastore.client import MetastoreClient
@@ -86,6 +88,42 @@ def test_status_reports_the_catalog_and_its_subscribers(
     assert detail["delta_log"]["to"] == detail["version"]
     assert detail["names_published_s"] < detail["uptime_s"]
     assert detail["hms"]["healthy"] is True
+
+
+def catalogd_admin(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "catalogd.cli", "admin", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_status_prints_a_readable_summary(server: CatalogdProcess, sub: CatalogSubscriber) -> None:
+    wait_until(
+        lambda: sub.client_id in server.admin("status")[1]["detail"]["subscribers"], what="report"
+    )
+    # The shared options also work after the command.
+    result = catalogd_admin("status", "--endpoint", server.admin_endpoint, "--timeout", "30")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert re.search(rf"^service id\s+{server.service_id}$", out, re.M), out
+    assert re.search(r"^version\s+\d+ \(delta log from \d+\)$", out, re.M), out
+    assert re.search(r"^tables\s+(\d+) loaded / \1 known", out, re.M), out
+    assert re.search(rf"^HMS\s+{re.escape(server.hms_uri)}, healthy$", out, re.M), out
+    assert re.search(r"^change detection\s+off$", out, re.M), out
+    subscriber = rf"^\s+{re.escape(sub.client_id)}\s+(up to date|\d+ versions? behind)"
+    assert re.search(subscriber, out, re.M), out
+    assert not re.search(r"\d\.\d{3,}", out) and "{" not in out, out  # nothing raw
+
+
+def test_options_after_the_command(server: CatalogdProcess, admin_db: str) -> None:
+    result = catalogd_admin(
+        "refresh", f"{admin_db}.events", "--json", "--endpoint", server.admin_endpoint
+    )
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["status"] == "OK" and answer["detail"]["target"] == f"{admin_db}.events"
 
 
 def test_refresh_partition_publishes_only_that_partition(

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from catalogd_process import CatalogdProcess
-from ddl_scenario import POLL_INTERVAL, run_ddl_scenario
-from hms_support import record_measurement
+from support.catalogd_process import CatalogdProcess
+from support.ddl_scenario import POLL_INTERVAL, run_ddl_scenario
+from support.measurements import record_measurement
 
 from catalogd.metastore.embedded import EmbeddedMetastore
 from subscriber.api import CatalogSubscriber

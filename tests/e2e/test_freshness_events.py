@@ -17,16 +17,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from catalogd_process import READY, CatalogdProcess, free_port
-from ddl_scenario import POLL_INTERVAL, run_ddl_scenario, visible
-from hms_support import record_measurement
-from spark_sql_server import SparkSql
+from support.catalogd_process import READY, CatalogdProcess
+from support.ddl_scenario import POLL_INTERVAL, run_ddl_scenario, visible
+from support.measurements import record_measurement
+from support.spark_sql_server import SparkSql
 
 import idl
 from catalogd.admin.client import AdminClient, response_dict
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore
 from catalogd.metastore.listener import LISTENER_CLASS
+from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 
 svc = idl.catalog_service

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from catalogd_process import CatalogdProcess
 from polling import wait_until
+from support.catalogd_process import CatalogdProcess
 
 from catalogd.metastore import source as loader
 from catalogd.metastore.client import MetastoreClient

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from catalogd_process import CatalogdProcess
 from polling import wait_until
+from support.catalogd_process import CatalogdProcess
 
 import idl
 from catalogd.admin.client import AdminClient
@@ -135,7 +135,7 @@ def test_privileges_from_hms_reach_subscribers(catalogd: CatalogdProcess, wareho
         with MetastoreClient(warehouse.uri) as client:
             client.raw.grant_privileges(grant)
         try:
-            code, answer, out = catalogd.admin.endpoint("invalidate")
+            code, answer, out = catalogd.admin("invalidate")
             assert code == 0, out
             sub.wait_for_version(answer["version"], 30)
             assert sub.check_privilege("carol", [], "SELECT", "sales", "orders")
@@ -143,7 +143,7 @@ def test_privileges_from_hms_reach_subscribers(catalogd: CatalogdProcess, wareho
         finally:
             with MetastoreClient(warehouse.uri) as client:
                 client.raw.revoke_privileges(grant)
-        code, answer, out = catalogd.admin.endpoint("invalidate")
+        code, answer, out = catalogd.admin("invalidate")
         sub.wait_for_version(answer["version"], 30)
         assert not sub.check_privilege("carol", [], "SELECT", "sales", "orders")
 

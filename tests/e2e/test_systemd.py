@@ -11,12 +11,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from catalogd_process import CatalogdProcess, free_port
 from polling import wait_until
+from support.catalogd_process import CatalogdProcess
 
 import idl
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 from subscriber.cache import ChangeEvent
 

@@ -17,6 +17,7 @@ import zmq
 from polling import wait_until
 
 import idl
+from catalogd.server.ports import free_port
 from catalogd.server.thread import CatalogServer, ServerConfig
 from subscriber.api import CatalogSubscriber
 from subscriber.protocol import codec, wire
@@ -24,12 +25,6 @@ from subscriber.protocol.errors import ForkedProcessError
 from subscriber.protocol.keys import database_of
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_server(port: int | None = None, **kw: object) -> CatalogServer:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from catalogd.server.ports import free_port
+
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -70,3 +72,31 @@ def test_a_bad_file_stops_start_up_naming_file_and_key(
 def test_a_bad_environment_variable_is_named() -> None:
     result = catalogd("config", "show", env={"CATALOGD_LOADER_POOL_SIZE": "many"})
     assert result.returncode == 2 and "CATALOGD_LOADER_POOL_SIZE" in result.stderr
+
+
+def test_help_names_every_command_and_the_exit_codes() -> None:
+    top = catalogd("--help")
+    assert top.returncode == 0
+    for command in ("dump", "serve", "config", "admin"):
+        assert command in top.stdout
+    assert "exit codes" in top.stdout and "catalogd admin --help" in top.stdout
+    admin = catalogd("admin", "--help")
+    assert admin.returncode == 0
+    for command in ("status", "invalidate", "refresh", "cache-pool", "audit"):
+        assert command in admin.stdout
+    assert "before or after ADMIN_COMMAND" in admin.stdout and "7 busy" in admin.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--json", "--timeout", "0.3", "status"],
+        ["status", "--json", "--timeout", "0.3"],
+        ["refresh", "db.t", "--json", "--timeout", "0.3"],
+    ],
+)
+def test_admin_options_go_before_or_after_the_command(args: list[str]) -> None:
+    # Nothing listens there: parsed fine, then "unreachable" (3), not bad usage (2).
+    result = catalogd("admin", "--endpoint", f"tcp://127.0.0.1:{free_port()}", *args)
+    assert result.returncode == 3, result.stderr
+    assert "unavailable" in result.stderr and "unrecognized" not in result.stderr

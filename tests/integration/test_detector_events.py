@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hms_support import thrift_partitions, thrift_table
+from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
 from catalogd.admin.handlers import RuntimeInfo
@@ -68,7 +68,7 @@ def catalogd(uri: str, **detector_options: Any) -> Iterator[InProcess]:
         ops = Operations(server, lambda: ThriftSource(MetastoreClient(uri)))
         stack.callback(ops.close)
         # As the daemon does: the event id before the initial load.
-        start_event = ops.source().client.get_current_notification_event_id()  # type: ignore[attr-defined]
+        start_event = ops.source().current_notification_id()
         ops.load_names()
         server.start()
         stack.callback(server.close)

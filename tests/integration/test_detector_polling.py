@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from hms_support import thrift_partitions, thrift_table
+from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
 from catalogd.admin.handlers import RuntimeInfo

@@ -14,11 +14,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from hms_support import free_port, thrift_partitions, thrift_table
+from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
 from catalogd.metastore.client import MetastoreClient, parse_metastore_uri
 from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.server.ports import free_port
 from subscriber.protocol.errors import (
     InvalidRequestError,
     MetastoreError,

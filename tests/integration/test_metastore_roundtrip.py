@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hms_support import WarehouseSpec, record_measurement, thrift_partitions, thrift_table
+from support.measurements import record_measurement
+from support.thrift_builders import thrift_partitions, thrift_table
+from support.warehouse import WarehouseSpec
 
 import idl
 from catalogd.metastore.client import MetastoreClient

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hms_support import thrift_table
+from support.thrift_builders import thrift_table
 
 import idl
 from catalogd.core.catalog import Catalog

@@ -1,4 +1,7 @@
-"""Run ``catalogd`` as a real process for end-to-end tests."""
+"""Run ``catalogd serve`` as a real process for end-to-end tests: :class:`CatalogdProcess`
+starts it on free loopback ports, waits for its first published version, runs
+``catalogd admin`` against it and stops or kills it.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +9,15 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from catalogd.server.ports import free_port
+
 READY = re.compile(r"initial catalog published: version (\d+).*service id (\w+)")
 LOADED = "background load done"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class CatalogdProcess:

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from catalogd.core.catalog import Catalog, DeltaUnavailableError
-from subscriber.protocol.delta import Delta
+from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.keys import GLOBAL, database_of
-from subscriber.sync import (
-    ActionKind,
-    Commit,
-    DeltaPart,
-    Heartbeat,
-    Phase,
-    Step,
-    SyncMachine,
-)
+from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, SnapshotEnd
+from subscriber.sync import ActionKind, Phase, Report, Step, SyncMachine
 
 KEYS = [
     "DATABASE:a",
@@ -233,3 +227,129 @@ def test_duplicate_delta_is_dropped_and_counted() -> None:
             assert not step.actions
             dropped += step.dropped
     assert dropped == 3 and m.cache.view.version == 1
+
+
+# -- snapshot reassembly ---------------------------------------------------------------
+
+
+def _entry(n: int) -> Entry:
+    return Entry(f"TABLE:a.t{n}", n, b"x")
+
+
+def _asking_snapshot() -> SyncMachine:
+    """A machine that has just asked for a snapshot (its first message arrived)."""
+    m = SyncMachine()
+    m.on_connected(0)
+    step = m.on_heartbeat(Heartbeat("s", 3, 1.0), 0.1)
+    assert [a.kind for a in step.actions] == [ActionKind.REQUEST_SNAPSHOT]
+    return m
+
+
+def test_snapshot_chunks_in_order_are_installed_at_the_end() -> None:
+    m = _asking_snapshot()
+    for seq, chunk in enumerate([(_entry(1), _entry(2)), (_entry(3),)]):
+        step = m.on_snapshot_chunk(SnapshotChunk(seq, chunk), 0.2)
+        assert not step.actions and not step.garbage and not step.installed
+        assert m.cache.view.version == 0  # nothing shows before the end
+    step = m.on_snapshot_end(SnapshotEnd("s", 3, count=3, chunks=2), 0.3)
+    assert step.installed and not step.actions and not step.garbage
+    assert m.synced and m.cache.view.version == 3 and m.cache.view.service_id == "s"
+    assert sorted(e.key for e in m.cache.view.entries()) == [
+        "TABLE:a.t1",
+        "TABLE:a.t2",
+        "TABLE:a.t3",
+    ]
+    # A late answer to the finished request means nothing.
+    assert m.on_snapshot_chunk(SnapshotChunk(2, (_entry(9),)), 0.4) == Step()
+    assert m.on_snapshot_end(SnapshotEnd("s", 9, 0, 0), 0.4) == Step()
+
+
+def test_out_of_order_chunk_restarts_the_snapshot() -> None:
+    m = _asking_snapshot()
+    m.on_snapshot_chunk(SnapshotChunk(0, (_entry(1),)), 0.2)
+    step = m.on_snapshot_chunk(SnapshotChunk(2, (_entry(3),)), 0.2)  # chunk 1 was lost
+    assert [a.kind for a in step.actions] == [ActionKind.REQUEST_SNAPSHOT]
+    assert step.garbage == 1 and not step.installed
+    # The new answer starts from chunk 0 again; what came before is forgotten.
+    m.on_snapshot_chunk(SnapshotChunk(0, (_entry(2),)), 0.3)
+    step = m.on_snapshot_end(SnapshotEnd("s", 3, count=1, chunks=1), 0.3)
+    assert step.installed and [e.key for e in m.cache.view.entries()] == ["TABLE:a.t2"]
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        SnapshotEnd("s", 3, count=3, chunks=2),  # a chunk's worth of entries missing
+        SnapshotEnd("s", 3, count=2, chunks=3),  # the last chunk lost
+    ],
+)
+def test_truncated_snapshot_restarts_and_keeps_the_cache(end: SnapshotEnd) -> None:
+    m = _asking_snapshot()
+    m.on_snapshot_chunk(SnapshotChunk(0, (_entry(1),)), 0.2)
+    m.on_snapshot_chunk(SnapshotChunk(1, (_entry(2),)), 0.2)
+    step = m.on_snapshot_end(end, 0.3)
+    assert [a.kind for a in step.actions] == [ActionKind.REQUEST_SNAPSHOT]
+    assert step.garbage == 1 and not step.installed
+    assert m.phase is Phase.SNAPSHOTTING and m.cache.view.version == 0
+    assert list(m.cache.view.entries()) == []
+
+
+def test_undecodable_snapshot_answer_restarts_only_while_one_is_expected() -> None:
+    m = _asking_snapshot()
+    step = m.on_snapshot_garbage(0.2)
+    assert [a.kind for a in step.actions] == [ActionKind.REQUEST_SNAPSHOT]
+    assert step.garbage == 1
+    m.on_snapshot_end(SnapshotEnd("s", 3, 0, 0), 0.3)
+    assert m.synced
+    assert m.on_snapshot_garbage(0.4) == Step()
+
+
+def test_deltas_buffered_while_snapshotting_survive_a_restart() -> None:
+    m = _asking_snapshot()
+    cat = Catalog(version=3)
+    for msg in publish("s", cat.commit({"TABLE:a.t": b"1"})):
+        m.on_part(msg, 0.2) if isinstance(msg, DeltaPart) else m.on_commit(msg, 0.2)  # type: ignore[arg-type]
+    m.on_snapshot_chunk(SnapshotChunk(1, ()), 0.2)  # out of order: restart
+    step = m.on_snapshot_end(SnapshotEnd("s", 3, 0, 0), 0.3)
+    assert step.installed and [e.key for e in step.events] == ["TABLE:a.t"]
+    assert m.cache.view.version == 4
+
+
+# -- report timing ---------------------------------------------------------------------
+
+
+def test_reports_start_when_synced_and_follow_each_new_version_at_once() -> None:
+    m = _asking_snapshot()
+    assert m.on_tick(5.0).report is None  # not synced: nothing to report
+    step = m.on_snapshot("s", 3, [], 5.1)
+    assert step.report == Report("s", 3)
+    assert m.on_tick(5.2).report is None  # reported just now
+    msgs = publish("s", Catalog(version=3).commit({"TABLE:a.t": b"1"}))
+    step = m.on_part(msgs[0], 5.3)  # type: ignore[arg-type]
+    assert m.cache.view.version == 4 and step.report == Report("s", 4)
+    assert m.on_commit(msgs[-1], 5.4).report is None  # type: ignore[arg-type]
+
+
+def test_unchanged_version_is_reported_again_every_interval() -> None:
+    m = SyncMachine(report_interval_s=2.0)
+    m.on_connected(0)
+    m.on_heartbeat(Heartbeat("s", 0, 1.0), 0)
+    assert m.on_snapshot("s", 0, [], 0).report == Report("s", 0)
+    assert m.on_tick(1.9).report is None
+    assert m.on_heartbeat(Heartbeat("s", 0, 1.0), 2.0).report == Report("s", 0)
+    assert m.on_tick(2.1).report is None
+    assert m.on_tick(4.0).report == Report("s", 0)
+
+
+def test_no_reports_while_stale_or_resyncing() -> None:
+    m = SyncMachine()
+    m.on_connected(0)
+    m.on_heartbeat(Heartbeat("s", 0, 1.0), 0)
+    m.on_snapshot("s", 0, [], 0)
+    step = m.on_tick(3.5)  # three intervals of silence
+    assert [a.kind for a in step.actions] == [ActionKind.RECONNECT] and step.report is None
+    m.on_connected(3.6)
+    step = m.on_heartbeat(Heartbeat("s", 2, 1.0), 3.7)  # catching up
+    assert step.report is None and m.on_tick(4.5).report is None
+    step = m.on_catch_up(Delta(0, 2, (Entry("TABLE:a.t", 2, b"x"),)), 4.6)
+    assert m.synced and step.report == Report("s", 2)

@@ -1,0 +1,410 @@
+"""``catalogd admin ...``: the sub-command parser, the request it sends, how answers print.
+
+:func:`add_parser` adds ``admin`` to the ``catalogd`` parser; :func:`run` turns
+the parsed arguments into one ``TAdminRequest``, sends it with
+:class:`~catalogd.admin.client.AdminClient` and prints the answer, as JSON
+(``--json``) or as short text (:func:`format_status`, :func:`format_audit`,
+:func:`format_pools`: pure functions of the answer's detail).
+
+The options shared by every admin command (``--endpoint``, ``--json``,
+``--timeout``) are accepted before or after the command, as in git:
+``catalogd admin --json status`` and ``catalogd admin status --json`` are the
+same; given in both places, the later one wins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from catalogd.admin.endpoint import DEFAULT_ADMIN_PORT
+from subscriber.protocol.errors import InvalidRequestError
+from subscriber.protocol.keys import TableName
+
+DEFAULT_ENDPOINT = f"tcp://127.0.0.1:{DEFAULT_ADMIN_PORT}"
+DEFAULT_TIMEOUT_S = 60.0
+
+# Exit codes 0-4 mean what they mean for every catalogd command (catalogd.cli);
+# 5-7 are the admin commands' own.
+EXIT_UNCONFIRMED, EXIT_CONFLICT, EXIT_BUSY = 5, 6, 7
+STATUS_EXIT = {
+    "OK": 0,
+    "ERROR": 2,
+    "NOTFOUND": 4,
+    "CONFLICT": EXIT_CONFLICT,
+    "BUSY": EXIT_BUSY,
+    "INTERNAL_ERR": 1,
+    "UNAVAILABLE": 3,
+}
+
+EPILOG = """Options --endpoint, --json and --timeout go before or after ADMIN_COMMAND
+(`catalogd admin status --json` = `catalogd admin --json status`).
+
+exit codes: 0 ok, 1 internal error, 2 bad input, 3 catalogd or HMS unreachable,
+4 not found, 5 --sync: some subscribers did not confirm, 6 conflict, 7 busy"""
+
+
+def _shared_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """``--endpoint``, ``--json``, ``--timeout``.
+
+    On ``admin`` itself they carry the defaults; on each command they default
+    to :data:`argparse.SUPPRESS`, so a value given after the command overrides
+    one given before it, and an absent one leaves it alone.
+    """
+
+    def default(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--endpoint",
+        default=default(DEFAULT_ENDPOINT),
+        metavar="tcp://HOST:PORT",
+        help=f"catalogd admin address (default {DEFAULT_ENDPOINT})",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=default(False),
+        help="print the full answer as JSON",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=default(DEFAULT_TIMEOUT_S),
+        metavar="SECONDS",
+        help=f"seconds to wait for an answer (default {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    """Add ``admin`` and its commands to ``commands`` (a ``add_subparsers()`` result)."""
+    shared = argparse.ArgumentParser(add_help=False)
+    _shared_options(shared, defaults=False)
+    admin: argparse.ArgumentParser = commands.add_parser(
+        "admin",
+        help="send an admin command to a running catalogd",
+        description="Admin commands. Mutating commands print the catalog version at which\n"
+        "their effect is published; --sync waits until live subscribers applied it.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _shared_options(admin, defaults=True)
+    sub = admin.add_subparsers(dest="admin_command", required=True, metavar="ADMIN_COMMAND")
+
+    def command(parent: Any, name: str, help: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = parent.add_parser(
+            name, help=help, description=help[0].upper() + help[1:] + ".", parents=[shared]
+        )
+        return parser
+
+    command(sub, "status", "service id, version, object counts, loading, subscribers")
+    invalidate = command(
+        sub, "invalidate", "drop cached metadata (all, DB or DB.TABLE); reload lazily"
+    )
+    invalidate.add_argument("target", nargs="?", help="DB or DB.TABLE (default: everything)")
+    refresh = command(sub, "refresh", "reload a table (or partitions) now")
+    refresh.add_argument("target", help="DB.TABLE")
+    refresh.add_argument(
+        "--partition",
+        action="append",
+        default=[],
+        metavar="k=v/k2=v2",
+        help="only this partition (repeatable)",
+    )
+    pool = command(sub, "cache-pool", "manage cache pools (add, alter, remove, list)")
+    pool_sub = pool.add_subparsers(dest="pool_command", required=True, metavar="ACTION")
+    for action in ("add", "alter"):
+        parser = command(pool_sub, action, f"{action} a cache pool")
+        parser.add_argument("name")
+        parser.add_argument("--owner", help="owner name")
+        limit = parser.add_mutually_exclusive_group()
+        limit.add_argument("--limit", type=int, metavar="BYTES", help="size limit in bytes")
+        if action == "alter":
+            limit.add_argument("--no-limit", action="store_true", help="remove the limit")
+    command(pool_sub, "remove", "remove an unused cache pool").add_argument("name")
+    command(pool_sub, "list", "pools and what is cached in them")
+    for action in ("cache", "uncache"):
+        parser = command(sub, action, f"{action} a table or partitions")
+        parser.add_argument("target", help="DB.TABLE")
+        parser.add_argument(
+            "--partition", action="append", default=[], metavar="k=v/k2=v2", help="repeatable"
+        )
+        if action == "cache":
+            parser.add_argument("--pool", required=True, help="the cache pool")
+    audit = command(sub, "audit", "the admin audit log, newest first")
+    audit.add_argument("--limit", type=int, default=20, help="records to show (default 20)")
+    for parser in (invalidate, refresh):
+        parser.add_argument(
+            "--sync", action="store_true", help="wait until live subscribers applied it"
+        )
+        parser.add_argument(
+            "--sync-timeout",
+            type=float,
+            default=30.0,
+            metavar="SECONDS",
+            help="seconds to wait for subscribers (default 30; added to --timeout)",
+        )
+    return admin
+
+
+def request_fields(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The command name (``"cache-pool add"``...) and the ``TAdminRequest`` fields.
+
+    Raises:
+        InvalidRequestError: a target that is not DB.TABLE where one is needed.
+    """
+    fields: dict[str, Any] = {}
+    command: str = args.admin_command
+    if command in ("invalidate", "refresh"):
+        target = args.target
+        if target and "." in target:
+            name = TableName.parse(target)
+            fields.update(db_name=name.db, tbl_name=name.table)
+        elif target:
+            if command == "refresh":
+                raise InvalidRequestError(f"refresh needs DB.TABLE, got {target!r}")
+            fields["db_name"] = target.lower()
+        if args.sync:
+            fields.update(sync=True, sync_timeout_ms=int(args.sync_timeout * 1000))
+    if command == "refresh" and args.partition:
+        fields["partitions"] = list(args.partition)
+    if command in ("cache", "uncache"):
+        name = TableName.parse(args.target)
+        fields.update(db_name=name.db, tbl_name=name.table, partitions=args.partition or None)
+        if command == "cache":
+            fields["options"] = {"pool": args.pool}
+    if command == "cache-pool":
+        command = f"cache-pool {args.pool_command}"
+        if args.pool_command != "list":
+            options = {"pool": args.name}
+            if getattr(args, "owner", None) is not None:
+                options["owner"] = args.owner
+            if getattr(args, "limit", None) is not None:
+                options["limit"] = str(args.limit)
+            if getattr(args, "no_limit", False):
+                options["limit"] = ""
+            fields["options"] = options
+    if command == "audit":
+        fields["options"] = {"limit": str(args.limit)}
+    return command, fields
+
+
+def run(args: argparse.Namespace) -> int:
+    """Send the command ``args`` describe, print the answer; the exit code.
+
+    Raises:
+        InvalidRequestError: bad input, before anything is sent.
+        UnavailableError: no answer within ``--timeout``.
+    """
+    import idl
+    from catalogd.admin.client import AdminClient, response_dict
+
+    cmd = idl.catalog_service.TAdminCommand
+    command, fields = request_fields(args)
+    code = {
+        "status": cmd.STATUS,
+        "invalidate": cmd.INVALIDATE,
+        "refresh": cmd.REFRESH,
+        "cache": cmd.CACHE,
+        "uncache": cmd.UNCACHE,
+        "audit": cmd.AUDIT,
+        "cache-pool add": cmd.CACHE_POOL_ADD,
+        "cache-pool alter": cmd.CACHE_POOL_ALTER,
+        "cache-pool remove": cmd.CACHE_POOL_REMOVE,
+        "cache-pool list": cmd.CACHE_POOL_LIST,
+    }[command]
+    timeout = args.timeout + (args.sync_timeout if fields.get("sync") else 0)
+    answer = response_dict(AdminClient(args.endpoint, timeout_s=timeout).call(code, **fields))
+    if args.json:
+        print(json.dumps(answer, indent=2, sort_keys=True))
+    elif answer["status"] != "OK":
+        print(f"catalogd: {answer['status']}: {answer['message']}", file=sys.stderr)
+    elif command == "status":
+        print(format_status(answer["detail"]))
+    elif command == "audit":
+        _print_lines(format_audit(answer["detail"]))
+    elif command == "cache-pool list":
+        _print_lines(format_pools(answer["detail"]))
+    else:
+        line = f"{command} ok: version {answer['version']}"
+        if fields.get("sync"):
+            confirmed = answer["detail"].get("confirmed_subscribers", [])
+            line += f", confirmed by {len(confirmed)} subscriber(s)"
+            if answer["unconfirmed_subscribers"]:
+                line += f", NOT confirmed: {', '.join(answer['unconfirmed_subscribers'])}"
+        print(line)
+    if answer["status"] == "OK" and answer["unconfirmed_subscribers"]:
+        return EXIT_UNCONFIRMED
+    return STATUS_EXIT.get(answer["status"], 1)
+
+
+def _print_lines(lines: Sequence[str]) -> None:
+    if lines:
+        print("\n".join(lines))
+
+
+# -- text output -------------------------------------------------------------------------
+
+_SHOWN_TYPES = ("DATABASE", "TABLE", "VIEW", "HDFS_PARTITION")
+
+
+def format_status(detail: Mapping[str, Any]) -> str:
+    """A short summary of ``status``'s detail (the dict the server sends as JSON).
+
+    Version, service id, uptime, object counts, loading progress, HMS health,
+    change detection and each subscriber's lag. Keys it does not know are left
+    to ``--json``; keys missing from ``detail`` print as ``?``.
+    """
+    rows: list[tuple[str, str]] = []
+    version = detail.get("version")
+    delta_from = (detail.get("delta_log") or {}).get("from")
+    rows.append(
+        (
+            "version",
+            _ver(version) + ("" if delta_from is None else f" (delta log from {_ver(delta_from)})"),
+        )
+    )
+    rows.append(("service id", str(detail.get("service_id", "?"))))
+    rows.append(("uptime", _duration(detail.get("uptime_s"))))
+
+    objects: Mapping[str, int] = detail.get("objects") or {}
+    loaded = detail.get("tables_loaded")
+    not_loaded = detail.get("tables_not_loaded")
+    known = loaded + not_loaded if loaded is not None and not_loaded is not None else None
+    rows.append(("databases", _num(objects.get("DATABASE", 0))))
+    views = objects.get("VIEW", 0)
+    rows.append(
+        (
+            "tables",
+            f"{_num(loaded)} loaded / {_num(known)} known"
+            + (f" (incl. {_num(views)} views)" if views else ""),
+        )
+    )
+    rows.append(("partitions", _num(objects.get("HDFS_PARTITION", 0))))
+    others = [
+        f"{kind} {_num(n)}" for kind, n in sorted(objects.items()) if kind not in _SHOWN_TYPES
+    ]
+    if others:
+        rows.append(("other objects", ", ".join(others)))
+    rows.append(("loading", _loading(detail, loaded, not_loaded, known)))
+
+    hms = detail.get("hms")
+    if hms:
+        health = "healthy" if hms.get("healthy") else "UNHEALTHY"
+        if hms.get("error"):
+            health += f": {hms['error']}"
+        rows.append(("HMS", f"{hms.get('address') or '?'}, {health}"))
+    else:
+        rows.append(("HMS", "?"))
+    rows.append(("change detection", str(detail.get("change_detection", "?"))))
+
+    subscribers: Mapping[str, Mapping[str, Any]] = detail.get("subscribers") or {}
+    live = sum(1 for s in subscribers.values() if s.get("live", True))
+    if subscribers:
+        rows.append(("subscribers", f"{len(subscribers)} ({live} live)"))
+    else:
+        rows.append(("subscribers", "none"))
+
+    width = max(len(label) for label, _ in rows) + 2
+    lines = [f"{label:<{width}}{text}" for label, text in rows]
+    name_width = max((len(c) for c in subscribers), default=0)
+    for client, report in subscribers.items():
+        lines.append(f"  {client:<{name_width}}  {_subscriber(report, version)}")
+    return "\n".join(lines)
+
+
+def _loading(
+    detail: Mapping[str, Any], loaded: int | None, not_loaded: int | None, known: int | None
+) -> str:
+    loader = detail.get("loader") or {}
+    names = detail.get("names_published_s")
+    all_loaded = detail.get("all_loaded_s")
+    failed = loader.get("failed", 0)
+    parts: list[str] = []
+    if not_loaded == 0:
+        parts.append("done")
+    elif loaded is not None and known:
+        parts.append(f"{_num(loaded)} of {_num(known)} tables loaded ({100 * loaded // known}%)")
+        if loader.get("queued"):
+            parts.append(f"{_num(loader['queued'])} queued")
+    if failed:
+        parts.append(f"{_num(failed)} failed")
+    if names is not None:
+        parts.append(f"names published after {_duration(names)}")
+    if all_loaded is not None:
+        parts.append(f"all tables loaded after {_duration(all_loaded)}")
+    return ", ".join(parts) or "?"
+
+
+def _subscriber(report: Mapping[str, Any], version: int | None) -> str:
+    applied = report.get("applied_version")
+    if applied is None:
+        lag = "version ?"
+    elif version is None or applied >= version:
+        lag = f"up to date (version {_ver(applied)})"
+    else:
+        behind = version - applied
+        lag = f"{_num(behind)} version{'' if behind == 1 else 's'} behind (at {_ver(applied)})"
+    text = f"{lag}, last report {_duration(report.get('last_report_age_s'))} ago"
+    if not report.get("live", True):
+        text += ", not live"
+    return text
+
+
+def _ver(value: Any) -> str:
+    """A catalog version, as users type it (no thousands separators)."""
+    return "?" if value is None else str(value)
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def _duration(seconds: Any) -> str:
+    """``0.42s``, ``1.87s``, ``12.3s``, ``4m 05s``, ``2h 03m``, ``3d 04h``; ``?`` when unknown."""
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return "?"
+    s = max(0.0, float(seconds))
+    if s < 10:
+        return f"{s:.2f}s"
+    if s < 60:
+        return f"{s:.1f}s"
+    whole = round(s)
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d {whole % 86400 // 3600:02d}h"
+
+
+def format_audit(detail: Mapping[str, Any]) -> list[str]:
+    """One line per audit record: when, who, what, outcome, version."""
+    lines = []
+    for r in detail["records"]:
+        args_text = json.dumps(r["args"], sort_keys=True)
+        lines.append(
+            f"{r['at']} {r['requester'] or '-'} {r['command']} {args_text} -> {r['outcome']}"
+            f"{'' if r['version'] is None else ' @' + str(r['version'])}"
+        )
+    return lines
+
+
+def format_pools(detail: Mapping[str, Any]) -> list[str]:
+    """Each cache pool, then what is cached in it."""
+    lines = []
+    for p in detail["pools"]:
+        limit = "unlimited" if p["limit_bytes"] is None else f"{p['limit_bytes']} bytes"
+        cached = [m for m in detail["cached"] if m["pool"] == p["name"]]
+        lines.append(f"{p['name']}  owner={p['owner'] or '-'}  limit={limit}  cached={len(cached)}")
+        for m in cached:
+            lines.append(
+                f"    {m['db']}.{m['table']}" + (f" {m['partition']}" if m["partition"] else "")
+            )
+    return lines

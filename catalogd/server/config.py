@@ -1,0 +1,51 @@
+"""The broadcast server's settings and counters: plain values, no sockets or threads.
+
+:class:`ServerConfig` is frozen: a running server changes only its heartbeat
+interval (:meth:`~catalogd.server.thread.CatalogServer.set_heartbeat_interval`).
+:class:`ServerStats` is written only by the server thread; other threads may
+read it at any time (copy ``subscribers`` with ``dict(...)`` before iterating).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_PORT = 26500
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Where and how the server listens.
+
+    ``bind`` is the one address clients are given (ROUTER). ``pub_bind`` defaults
+    to the same host on the next port; ``"tcp://HOST:*"`` picks a free port.
+    ``advertise_host`` is the host put into the PUB endpoint clients are told
+    (default: the host they connected to).
+    """
+
+    bind: str = f"tcp://127.0.0.1:{DEFAULT_PORT}"
+    pub_bind: str | None = None
+    advertise_host: str | None = None
+    heartbeat_interval_s: float = 1.0
+    snapshot_chunk: int = 2000
+    max_catch_up_entries: int = 200_000
+    max_tombstones: int = 100_000
+    start_version: int = 0
+    pub_hwm: int = 100_000
+    max_request_bytes: int = 1 << 20
+
+
+@dataclass
+class ServerStats:
+    """Counters, updated only by the server thread; read them from anywhere."""
+
+    published_messages: int = 0
+    published_bytes: int = 0
+    heartbeats: int = 0
+    snapshots: int = 0
+    catch_ups: int = 0
+    catch_ups_refused: int = 0
+    garbage: int = 0
+    load_requests: int = 0
+    subscribers: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """client id -> (applied version, wall time of its last report)."""

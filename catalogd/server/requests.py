@@ -1,0 +1,185 @@
+"""Request handling: one decoded ``TRequest`` in, one :class:`Outcome` out.
+
+Pure: no sockets, threads or clocks (the time is passed in as ``now``). The
+server thread decodes a ROUTER message, calls :func:`answer` with the catalog
+and a :class:`ServerState`, applies the outcome's side effects (which are
+plain values) and sends what it says. The catalog is only read here.
+
+What each command yields:
+
+* ``hello`` -> a ``TWelcome`` (service id, advertised PUB endpoint, version,
+  heartbeat interval, oldest catch-up version, protocol version) and
+  ``early_heartbeat``: a joining subscriber waits for its first SUB message,
+  so a prompt heartbeat saves it up to one interval.
+* ``snapshot`` -> no immediate response but a :class:`SnapshotJob` to stream
+  (entries captured now, see :mod:`catalogd.server.snapshots`).
+* ``catch_up`` -> a ``TDelta`` from the delta log, or ``NOTFOUND`` when the
+  log no longer reaches back that far or the delta exceeds
+  ``max_catch_up_entries``: the subscriber must take a snapshot.
+* ``load_table`` -> ``OK`` and ``load_request=(db, table)`` for the caller to
+  forward (it must not block).
+* ``report`` -> no response (one-way) and a :class:`Report` to record; a
+  negative applied version is a goodbye; a report naming another service id
+  (from before a restart) is ignored.
+* anything else raises :class:`ProtocolError`; :func:`malformed` turns that
+  (or a decoding error) into an ``ERROR`` response counted as garbage.
+
+:func:`record` applies an outcome's counter and report to :class:`ServerStats`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import idl
+from catalogd.core.catalog import Catalog, DeltaUnavailableError
+from catalogd.server.config import ServerStats
+from catalogd.server.snapshots import SnapshotJob, snapshot_frames, wanted_databases
+from subscriber.protocol import wire
+from subscriber.protocol.errors import ProtocolError
+
+svc = idl.catalog_service
+
+Counter = Literal["snapshots", "catch_ups", "catch_ups_refused", "load_requests", "garbage"]
+"""The :class:`ServerStats` counter a request adds one to."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerState:
+    """What the server tells its peers, as of this request."""
+
+    service_id: str
+    pub_endpoint: str
+    """The PUB endpoint as advertised to clients."""
+    heartbeat_interval_s: float
+    snapshot_chunk: int
+    max_catch_up_entries: int
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """A subscriber's report: it applied ``applied_version`` (None: it said goodbye)."""
+
+    client_id: str
+    applied_version: int | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The answer to one request and its side effects, as values."""
+
+    response: Any | None = None
+    """A ``TResponse`` to send now; None for one-way and streamed requests."""
+    snapshot: SnapshotJob | None = None
+    load_request: tuple[str, str] | None = None
+    report: Report | None = None
+    early_heartbeat: bool = False
+    counter: Counter | None = None
+
+
+def answer(
+    identity: bytes, request: Any, catalog: Catalog, state: ServerState, now: float
+) -> Outcome:
+    """Handle one decoded request from the peer ``identity`` (see the module docstring).
+
+    Raises:
+        ProtocolError: the request carries no known command.
+    """
+    rid = request.request_id
+    if request.hello is not None:
+        return Outcome(
+            response=svc.TResponse(request_id=rid, status=ok(), welcome=welcome(catalog, state)),
+            early_heartbeat=True,
+        )
+    if request.snapshot is not None:
+        frames = snapshot_frames(
+            catalog,
+            service_id=state.service_id,
+            request_id=rid,
+            databases=request.snapshot.databases,
+            chunk_size=state.snapshot_chunk,
+        )
+        return Outcome(snapshot=SnapshotJob(identity, rid, frames), counter="snapshots")
+    if request.catch_up is not None:
+        return catch_up(rid, request.catch_up, catalog, state)
+    if request.load_table is not None:
+        load = request.load_table
+        return Outcome(
+            response=svc.TResponse(request_id=rid, status=ok()),
+            load_request=(load.db_name, load.tbl_name),
+            counter="load_requests",
+        )
+    if request.report is not None:
+        report = request.report
+        if report.applied_version < 0:  # goodbye: a subscriber closed cleanly
+            return Outcome(report=Report(report.client_id, None, now))
+        if report.service_id == state.service_id:  # not from before a restart
+            return Outcome(report=Report(report.client_id, report.applied_version, now))
+        return Outcome()
+    raise ProtocolError("request carries no known command")
+
+
+def welcome(catalog: Catalog, state: ServerState) -> Any:
+    """The ``TWelcome`` a hello is answered with."""
+    return svc.TWelcome(
+        service_id=state.service_id,
+        pub_endpoint=state.pub_endpoint,
+        version=catalog.version,
+        heartbeat_interval_ms=int(state.heartbeat_interval_s * 1000),
+        oldest_catch_up_version=catalog.floor,
+        protocol_version=svc.PROTOCOL_VERSION,
+    )
+
+
+def catch_up(rid: int | None, req: Any, catalog: Catalog, state: ServerState) -> Outcome:
+    """The delta since ``req.from_version`` (filtered), or NOTFOUND: take a snapshot."""
+    wanted = wanted_databases(req.databases)
+    try:
+        delta = catalog.delta_since(req.from_version).filtered(wanted)
+    except DeltaUnavailableError as exc:
+        return Outcome(
+            response=status(svc.TStatusCode.NOTFOUND, str(exc), rid), counter="catch_ups_refused"
+        )
+    if len(delta.entries) > state.max_catch_up_entries:
+        return Outcome(
+            response=status(svc.TStatusCode.NOTFOUND, "catch-up too large: take a snapshot", rid),
+            counter="catch_ups_refused",
+        )
+    return Outcome(
+        response=svc.TResponse(
+            request_id=rid, status=ok(), delta=wire.delta_to_thrift(state.service_id, delta)
+        ),
+        counter="catch_ups",
+    )
+
+
+def malformed(exc: ProtocolError) -> Outcome:
+    """A request that could not be decoded or understood: ERROR, counted as garbage."""
+    return Outcome(
+        response=status(svc.TStatusCode.ERROR, f"malformed request: {exc}"), counter="garbage"
+    )
+
+
+def record(stats: ServerStats, outcome: Outcome) -> None:
+    """Apply ``outcome``'s counter and subscriber report to ``stats`` (server thread only)."""
+    if outcome.counter is not None:
+        setattr(stats, outcome.counter, getattr(stats, outcome.counter) + 1)
+    report = outcome.report
+    if report is None:
+        return
+    if report.applied_version is None:
+        stats.subscribers.pop(report.client_id, None)
+    else:
+        stats.subscribers[report.client_id] = (report.applied_version, report.at)
+
+
+def ok() -> Any:
+    """An OK status."""
+    return svc.TStatus(code=svc.TStatusCode.OK)
+
+
+def status(code: int, message: str, request_id: int | None = None) -> Any:
+    """A response carrying only a status."""
+    return svc.TResponse(request_id=request_id, status=svc.TStatus(code=code, message=message))

@@ -1,0 +1,101 @@
+"""The server's ZeroMQ sockets: how they are bound, and how they are written without blocking.
+
+Only the server thread (:mod:`catalogd.server.thread`) calls these functions,
+with sockets it owns; they keep no state of their own.
+
+* The ROUTER is ROUTER_MANDATORY: a send to a peer whose pipe is full raises
+  ``zmq.Again`` instead of dropping the message silently, and one to a peer
+  that is gone raises ``EHOSTUNREACH``. Every send here is non-blocking, so no
+  peer can stall the loop.
+* The PUB socket is bound next to the ROUTER (``bind`` port + 1) unless
+  ``pub_bind`` says otherwise; both are closed again if either bind fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import zmq
+
+from catalogd.server.config import ServerConfig
+from catalogd.server.ports import next_port_endpoint
+from catalogd.server.snapshots import SnapshotJob
+from subscriber.protocol import codec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """The bound sockets and the endpoints they ended up on."""
+
+    router: zmq.Socket
+    pub: zmq.Socket
+    endpoint: str
+    pub_endpoint: str
+    advertised_pub: str
+    """``pub_endpoint`` with ``advertise_host`` as its host, when configured."""
+
+
+def bind(context: zmq.Context, config: ServerConfig) -> Bound:
+    """Create and bind the ROUTER and PUB sockets.
+
+    Raises:
+        zmq.ZMQError: an address could not be bound (nothing is left open).
+    """
+    router = context.socket(zmq.ROUTER)
+    pub = context.socket(zmq.PUB)
+    try:
+        router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        router.setsockopt(zmq.MAXMSGSIZE, config.max_request_bytes)
+        router.setsockopt(zmq.LINGER, 0)
+        pub.setsockopt(zmq.SNDHWM, config.pub_hwm)
+        router.bind(config.bind)
+        endpoint = router.getsockopt(zmq.LAST_ENDPOINT).decode()
+        pub.bind(config.pub_bind or next_port_endpoint(endpoint))
+        pub_endpoint = pub.getsockopt(zmq.LAST_ENDPOINT).decode()
+    except zmq.ZMQError:
+        router.close(linger=0)
+        pub.close(linger=0)
+        raise
+    advertised = advertised_endpoint(pub_endpoint, config.advertise_host)
+    return Bound(router, pub, endpoint, pub_endpoint, advertised)
+
+
+def advertised_endpoint(pub_endpoint: str, advertise_host: str | None) -> str:
+    """The PUB endpoint clients are told: ``pub_endpoint`` with ``advertise_host`` if set."""
+    if advertise_host is None:
+        return pub_endpoint
+    port = pub_endpoint.rpartition(":")[2]
+    return f"tcp://{advertise_host}:{port}"
+
+
+def send_reply(router: zmq.Socket, identity: bytes, response: Any) -> None:
+    """Send one ``TResponse``; a peer gone or with a full pipe times out and asks again."""
+    with contextlib.suppress(zmq.ZMQError):
+        router.send_multipart([identity, codec.pack(response)], zmq.NOBLOCK)
+
+
+def advance_jobs(router: zmq.Socket, jobs: list[SnapshotJob]) -> None:
+    """Send each streaming snapshot its next frame; a full pipe keeps it for the next turn.
+
+    Finished jobs, and jobs whose peer went away, are removed from ``jobs``.
+    """
+    for job in list(jobs):
+        frame = job.next_frame()
+        if frame is None:
+            jobs.remove(job)
+            continue
+        try:
+            router.send_multipart([job.identity, frame], zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            continue  # the peer's pipe is full: try again next turn
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.EHOSTUNREACH:
+                log.warning("snapshot send failed: %s", exc)
+            jobs.remove(job)  # the subscriber went away
+        else:
+            job.sent()

@@ -1,0 +1,108 @@
+"""What a running catalogd reports about itself.
+
+One shape of the catalog (:func:`catalog_shape`: version, delta log, objects by
+type, tables loaded and still to load) feeds all three reports:
+
+* :func:`status_detail`: the dict the admin ``status`` command answers;
+* :func:`status_line`: the systemd ``STATUS=`` line;
+* the metrics (``Metrics.set_catalog``), set by the daemon from the same shape.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from catalogd.core import plans
+from catalogd.core.catalog import Catalog
+
+if TYPE_CHECKING:
+    from catalogd.admin.handlers import RuntimeInfo
+    from catalogd.freshness.table_loader import TableLoader
+    from catalogd.server.thread import CatalogServer
+
+
+@dataclass(frozen=True)
+class CatalogShape:
+    """Counts describing the catalog at one version."""
+
+    version: int
+    delta_log_floor: int
+    objects_by_type: dict[str, int]
+    tables_loaded: int
+    tables_not_loaded: int
+
+
+def catalog_shape(catalog: Catalog) -> CatalogShape:
+    """The shape of ``catalog``; run it on the server thread (``server.submit``)."""
+    counts = catalog.counts_by_type()
+    unloaded = len(plans.unloaded_tables(catalog))
+    tables = counts.get("TABLE", 0) + counts.get("VIEW", 0)
+    return CatalogShape(
+        version=catalog.version,
+        delta_log_floor=catalog.floor,
+        objects_by_type=dict(counts),
+        tables_loaded=tables - unloaded,
+        tables_not_loaded=unloaded,
+    )
+
+
+def read_shape(server: CatalogServer) -> CatalogShape:
+    """The catalog's current shape (one round trip to the server thread)."""
+    return server.submit(catalog_shape).result()
+
+
+def status_line(shape: CatalogShape, subscribers: int) -> str:
+    """The one-line summary systemd shows (``STATUS=``)."""
+    counts = shape.objects_by_type
+    return (
+        f"version {shape.version}: {counts.get('DATABASE', 0)} databases, "
+        f"{shape.tables_loaded} tables loaded, {shape.tables_not_loaded} to load, "
+        f"{counts.get('HDFS_PARTITION', 0)} partitions, "
+        f"{subscribers} subscribers"
+    )
+
+
+def status_detail(
+    server: CatalogServer,
+    loader: TableLoader,
+    info: RuntimeInfo,
+    barrier_live: dict[str, tuple[int, float]],
+) -> dict[str, Any]:
+    """What the admin ``status`` command answers (JSON-ready)."""
+    shape = read_shape(server)
+    now = time.time()
+    stats = server.stats
+    return {
+        "version": shape.version,
+        "delta_log": {"from": shape.delta_log_floor, "to": shape.version},
+        "objects": dict(sorted(shape.objects_by_type.items())),
+        "tables_loaded": shape.tables_loaded,
+        "tables_not_loaded": shape.tables_not_loaded,
+        "service_id": server.service_id,
+        "endpoint": server.endpoint,
+        "pub_endpoint": server.pub_endpoint,
+        "uptime_s": round(now - info.started_at, 3),
+        "names_published_s": info.names_published_s,
+        "all_loaded_s": info.all_loaded_s,
+        "loader": {
+            "queued": loader.queued,
+            "loaded": loader.stats.loaded,
+            "failed": loader.stats.failed,
+        },
+        "hms": {"address": info.hms_address, "healthy": info.hms_healthy, "error": info.hms_error},
+        "change_detection": info.detector,
+        "published": {"messages": stats.published_messages, "bytes": stats.published_bytes},
+        "snapshots": stats.snapshots,
+        "catch_ups": stats.catch_ups,
+        "garbage_messages": stats.garbage,
+        "subscribers": {
+            client: {
+                "applied_version": version,
+                "last_report_age_s": round(now - seen, 3),
+                "live": client in barrier_live,
+            }
+            for client, (version, seen) in sorted(dict(stats.subscribers).items())
+        },
+    }

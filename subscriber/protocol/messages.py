@@ -1,0 +1,64 @@
+"""The protocol's messages as plain values, decoded from (or encoded to) Thrift by
+:mod:`subscriber.protocol.wire` and consumed by :class:`subscriber.sync.SyncMachine`.
+
+Published on PUB/SUB: :class:`DeltaPart` (one database's entries of a delta),
+:class:`Commit` (closes a delta with its entry counts per database) and
+:class:`Heartbeat`. Answering a snapshot request on ROUTER/DEALER:
+:class:`SnapshotChunk` values numbered from 0, then one :class:`SnapshotEnd`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from subscriber.protocol.delta import Entry
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaPart:
+    """The entries of one database (``""`` = global objects) in one published delta."""
+
+    service_id: str
+    from_version: int
+    to_version: int
+    database: str
+    entries: tuple[Entry, ...]
+    counts: Mapping[str, int] | None = None
+    """Set on a delta's last part: the whole delta's entries per database."""
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Closes a published delta: how many entries each database's part carried."""
+
+    service_id: str
+    from_version: int
+    to_version: int
+    counts: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    service_id: str
+    version: int
+    interval_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotChunk:
+    """One chunk of a snapshot answer; ``seq`` counts chunks from 0."""
+
+    seq: int
+    entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotEnd:
+    """Ends a snapshot answer: the catalog at ``version`` is ``count`` entries in
+    ``chunks`` chunks (what the receiver checks for truncation)."""
+
+    service_id: str
+    version: int
+    count: int
+    chunks: int

@@ -1,0 +1,137 @@
+"""Lookups behind :class:`~subscriber.api.CatalogSubscriber`'s reads, over one cache view.
+
+Pure functions of an immutable :class:`~subscriber.cache.CacheView` (and, where
+objects must be looked into, a ``decode`` callable such as :class:`ObjectDecoder`):
+no lock, no I/O, safe from any thread. Partition specs are parsed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from subscriber.cache import CacheView
+from subscriber.protocol import codec
+from subscriber.protocol.delta import Entry
+from subscriber.protocol.errors import InvalidRequestError, NotFoundError
+from subscriber.protocol.keys import (
+    TableName,
+    database_key,
+    object_type_of,
+    parse_partition_name,
+    table_key,
+)
+
+PartitionSpec = Mapping[str, str] | str | None
+"""A partial partition spec: ``{"dt": "2024-01-01"}``, ``"dt=2024-01-01/h=3"``, or None (all)."""
+
+Decode = Callable[[Entry], Any]
+
+_MEMO_LIMIT = 200_000
+
+
+class ObjectDecoder:
+    """Decodes an entry's payload into its ``TCatalogObject`` (with ``catalog_version``
+    set), memoised by ``(key, version)``; the memo starts over past ``limit`` objects.
+
+    Safe to share between threads: at worst two threads decode the same entry.
+    """
+
+    def __init__(self, limit: int = _MEMO_LIMIT) -> None:
+        self._limit = limit
+        self._memo: dict[tuple[str, int], Any] = {}
+
+    def __call__(self, entry: Entry) -> Any:
+        memo_key = (entry.key, entry.version)
+        obj = self._memo.get(memo_key)
+        if obj is None:
+            assert entry.payload is not None
+            obj = codec.decode_object(entry.payload)
+            obj.catalog_version = entry.version
+            if len(self._memo) >= self._limit:
+                self._memo = {}
+            self._memo[memo_key] = obj
+        return obj
+
+
+def table_names(view: CacheView, db: str) -> list[str]:
+    """Names of the tables and views in database ``db`` (lower-cased), sorted.
+
+    Raises:
+        NotFoundError: no such database in the view.
+    """
+    if database_key(db) not in view.objects:
+        raise NotFoundError(f"database {db!r} not found")
+    names = []
+    for key in view.keys_of(db):
+        kind = object_type_of(key)
+        if kind in ("TABLE", "VIEW"):
+            names.append(key.partition(".")[2])
+    return sorted(names)
+
+
+def table_entry(view: CacheView, name: TableName) -> Entry:
+    """The entry of table or view ``name``.
+
+    Raises:
+        NotFoundError: neither exists in the view.
+    """
+    entry = view.get(table_key(name.db, name.table)) or view.get(
+        table_key(name.db, name.table, view=True)
+    )
+    if entry is None:
+        raise NotFoundError(f"table {name} not found")
+    return entry
+
+
+def partition_entries(
+    view: CacheView, name: TableName, columns: list[str], spec: PartitionSpec
+) -> list[Entry]:
+    """The partition entries of table ``name`` (partition ``columns``) matching
+    ``spec``, sorted by partition name.
+
+    Raises:
+        InvalidRequestError: a malformed spec, or a column not in ``columns``.
+    """
+    wanted = spec_pairs(spec)
+    unknown = [c for c, _ in wanted if c not in columns]
+    if unknown:
+        raise InvalidRequestError(
+            f"{', '.join(unknown)} not a partition column of {name}; "
+            f"partition columns: {', '.join(columns) or '(none)'}"
+        )
+    parts = view.partitions_of(str(name))
+    found = parts.matching(dict(wanted)) if wanted else list(parts.items())
+    found.sort(key=lambda item: item[0])
+    return [entry for _, entry in found]
+
+
+def spec_pairs(spec: PartitionSpec) -> list[tuple[str, str]]:
+    """``spec`` as ``(column, value)`` pairs, columns lower-cased.
+
+    Raises:
+        InvalidRequestError: a malformed ``k=v/k2=v2`` string.
+    """
+    if spec is None:
+        return []
+    if isinstance(spec, str):
+        return list(parse_partition_name(spec))
+    return [(str(k).lower(), str(v)) for k, v in spec.items()]
+
+
+def cached_tables(view: CacheView, decode: Decode, pool: str | None = None) -> list[str]:
+    """Tables (``db.table``) and partitions (``db.table/k=v``) marked cached (in
+    ``pool`` when given), from table headers alone; sorted."""
+    found = []
+    for keys in view.by_database.values():
+        for key in keys:
+            if not key.startswith("TABLE:"):
+                continue
+            table = decode(view.objects[key]).table
+            name = f"{table.db_name}.{table.tbl_name}"
+            if table.cache_pool_name and pool in (None, table.cache_pool_name):
+                found.append(name)
+            for part, part_pool in (table.cached_partitions or {}).items():
+                if pool in (None, part_pool):
+                    found.append(f"{name}/{part}")
+    return sorted(found)
