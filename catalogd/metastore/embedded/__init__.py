@@ -19,7 +19,8 @@ With ``notification_events`` the HMS runs catalogd's listener
 and cached), so it logs notification events and catalogd's change detection
 can follow them instead of polling.
 
-Facts relied on (HMS 2.3.10; /work/shared/HMS-NOTES.md): the log4j2 context
+Facts relied on (HMS 2.3.10 from the pyspark wheel, checked here):
+the log4j2 context
 selector flag avoids a crash on a missing disruptor class; BoneCP is not in the
 wheel, so the pool is HikariCP; HMS 2.3 has no bind-host setting and listens on
 every interface; a Derby database admits one HMS at a time.

@@ -6,7 +6,8 @@ uses, :func:`render_hive_site` writes them as ``hive-site.xml`` and
 :func:`render_log4j2` writes the ``log4j2.properties`` that sends HMS logs to a
 file. Pure: nothing here touches the file system or runs a process.
 
-Facts relied on (HMS 2.3.10; /work/shared/HMS-NOTES.md): BoneCP is not in the
+Facts relied on (HMS 2.3.10 from the pyspark wheel, checked here):
+BoneCP is not in the
 pyspark wheel, so the connection pool is HikariCP.
 """
 

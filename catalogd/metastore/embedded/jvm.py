@@ -5,7 +5,8 @@
 as the JVM exits, an archive of the classes the HMS loads; :func:`probe` makes one
 real Thrift call to tell whether the HMS is serving; :func:`terminate` stops it.
 
-Facts relied on (HMS 2.3.10; /work/shared/HMS-NOTES.md): the log4j2 context
+Facts relied on (HMS 2.3.10 from the pyspark wheel, checked here):
+the log4j2 context
 selector flag avoids a crash on a missing disruptor class.
 """
 
