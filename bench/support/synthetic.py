@@ -11,14 +11,12 @@ for benchmarks that must not be limited by HMS speed, converted in memory with
 from __future__ import annotations
 
 import datetime
-import importlib.util
 from collections.abc import Iterator, Sequence
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import idl
 from catalogd.metastore import convert
+from catalogd.metastore.builders import thrift_partitions, thrift_table
 
 hms = idl.hive_metastore
 
@@ -35,23 +33,6 @@ FIRST_DAY = datetime.date(2024, 1, 1)
 # A fixed time keeps conversions deterministic across runs (cached payloads stay valid).
 EPOCH = 1_735_689_600
 
-# The tests' builders of Hive Thrift structs, loaded from their file: ``tests`` is
-# not a package on ``sys.path`` here, and that module imports only the standard
-# library and ``idl`` so that it can be loaded on its own.
-THRIFT_BUILDERS = Path(__file__).resolve().parents[2] / "tests" / "support" / "thrift_builders.py"
-
-
-def _load_thrift_builders() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("catalogd_test_thrift_builders", THRIFT_BUILDERS)
-    assert spec is not None and spec.loader is not None, THRIFT_BUILDERS
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_builders = _load_thrift_builders()
-thrift_table = _builders.thrift_table
-thrift_partitions = _builders.thrift_partitions
 
 
 def dt_value(i: int) -> str:

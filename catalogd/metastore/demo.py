@@ -10,23 +10,19 @@ and files are left alone; missing data files are written again.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import idl
+from catalogd.metastore.builders import FORMATS, thrift_partitions, thrift_table
 from catalogd.metastore.client import MetastoreClient
 from subscriber.protocol.errors import CatalogError, NotFoundError
 
 hms = idl.hive_metastore
 
 DEMO_DB = "demo"
-_TEXT = (
-    "org.apache.hadoop.mapred.TextInputFormat",
-    "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
-    "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
-)
+_EVENT_COLUMNS = [("id", "bigint"), ("kind", "string"), ("payload", "string")]
 _DELIMITED = {"field.delim": ",", "serialization.format": ","}
 DAYS = ("2026-11-20", "2026-11-21", "2026-11-22")
 REGIONS = ("eu", "us")
@@ -34,36 +30,18 @@ _KINDS = ("click", "view", "purchase")
 USERS = ((1, "ada"), (2, "grace"), (3, "edsger"))
 
 
-def _sd(cols: list[tuple[str, str]], location: str) -> Any:
-    return hms.StorageDescriptor(
-        cols=[hms.FieldSchema(name=n, type=t, comment="") for n, t in cols],
-        location=location,
-        inputFormat=_TEXT[0],
-        outputFormat=_TEXT[1],
-        compressed=False,
-        numBuckets=-1,
-        serdeInfo=hms.SerDeInfo(name="", serializationLib=_TEXT[2], parameters=dict(_DELIMITED)),
-        bucketCols=[],
-        sortCols=[],
-        parameters={},
-    )
-
-
-def _table(
-    name: str, cols: list[tuple[str, str]], keys: list[tuple[str, str]], location: str
-) -> Any:
-    now = int(time.time())
-    return hms.Table(
-        tableName=name,
-        dbName=DEMO_DB,
+def _table(name: str, cols: list[tuple[str, str]], keys: list[tuple[str, str]], base: str) -> Any:
+    return thrift_table(
+        DEMO_DB,
+        name,
+        f"{base}/{name}",
+        columns=cols,
+        partition_keys=keys,
+        fmt="text",
         owner="catalogd",
-        createTime=now,
-        lastAccessTime=0,
-        retention=0,
-        sd=_sd(cols, location),
-        partitionKeys=[hms.FieldSchema(name=n, type=t, comment="") for n, t in keys],
         parameters={"EXTERNAL": "TRUE"},
-        tableType="EXTERNAL_TABLE",
+        table_type="EXTERNAL_TABLE",
+        serde_parameters=_DELIMITED,
     )
 
 
@@ -121,31 +99,12 @@ def create_demo_warehouse(client: MetastoreClient, warehouse: str) -> bool:
     raw.create_database(
         hms.Database(name=DEMO_DB, description="catalogd demo", locationUri=base, parameters={})
     )
-    events = _table(
-        "events",
-        [("id", "bigint"), ("kind", "string"), ("payload", "string")],
-        [("dt", "string"), ("region", "string")],
-        f"{base}/events",
-    )
+    events = _table("events", _EVENT_COLUMNS, [("dt", "string"), ("region", "string")], base)
     raw.create_table(events)
-    parts = []
-    for day in DAYS:
-        for region in REGIONS:
-            location = f"{base}/events/dt={day}/region={region}"
-            parts.append(
-                hms.Partition(
-                    values=[day, region],
-                    dbName=DEMO_DB,
-                    tableName="events",
-                    createTime=int(time.time()),
-                    lastAccessTime=0,
-                    sd=_sd([("id", "bigint"), ("kind", "string"), ("payload", "string")], location),
-                    parameters={},
-                )
-            )
-    raw.add_partitions(parts)
-    raw.create_table(_table("users", [("id", "bigint"), ("name", "string")], [], f"{base}/users"))
-    view = _table("recent_events", [("id", "bigint"), ("kind", "string")], [], "")
+    raw.add_partitions(thrift_partitions(events, [[d, r] for d in DAYS for r in REGIONS]))
+    raw.create_table(_table("users", [("id", "bigint"), ("name", "string")], [], base))
+    view = _table("recent_events", [("id", "bigint"), ("kind", "string")], [], base)
+    view.sd.location = ""
     view.tableType = "VIRTUAL_VIEW"
     view.parameters = {}
     view.viewOriginalText = "SELECT id, kind FROM demo.events WHERE dt >= '2026-11-21'"
@@ -165,4 +124,4 @@ def _is_text(client: MetastoreClient) -> bool:
         table = client.get_table(DEMO_DB, "events")
     except CatalogError:
         return False
-    return bool(table.sd and table.sd.inputFormat == _TEXT[0])
+    return bool(table.sd and table.sd.inputFormat == FORMATS["text"][0])

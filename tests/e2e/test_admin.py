@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from polling import wait_until
 from support.catalogd_process import CatalogdProcess
-from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
+from catalogd.metastore.builders import thrift_partitions, thrift_table
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore
 from subscriber.api import CatalogSubscriber

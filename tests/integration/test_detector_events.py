@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
 from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.freshness.operations import Operations
 from catalogd.freshness.table_loader import TableLoader
+from catalogd.metastore.builders import thrift_partitions, thrift_table
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore
 from catalogd.metastore.source import ThriftSource

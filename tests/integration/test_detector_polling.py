@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
 from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.freshness.operations import Operations
 from catalogd.freshness.table_loader import TableLoader
+from catalogd.metastore.builders import thrift_partitions, thrift_table
 from catalogd.metastore.source import InMemorySource
 from catalogd.server.thread import CatalogServer, ServerConfig
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from support.measurements import record_measurement
-from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
 from catalogd.metastore import listener
+from catalogd.metastore.builders import thrift_partitions, thrift_table
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore, find_pyspark_jars
 from subscriber.protocol.errors import CatalogError, MetastoreUnavailableError

@@ -14,9 +14,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
+from catalogd.metastore.builders import thrift_partitions, thrift_table
 from catalogd.metastore.client import MetastoreClient, parse_metastore_uri
 from catalogd.metastore.embedded import EmbeddedMetastore
 from catalogd.server.ports import free_port

@@ -13,10 +13,10 @@ import psycopg
 import pytest
 from support.fixtures import POSTGRES_ADMIN
 from support.measurements import record_measurement
-from support.thrift_builders import thrift_partitions, thrift_table
 
 import idl
 from catalogd.metastore import embedded
+from catalogd.metastore.builders import thrift_partitions, thrift_table
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore, process
 from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError

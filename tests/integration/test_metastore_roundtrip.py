@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from support.measurements import record_measurement
-from support.thrift_builders import thrift_partitions, thrift_table
 from support.warehouse import WarehouseSpec
 
 import idl
+from catalogd.metastore.builders import thrift_partitions, thrift_table
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from support.thrift_builders import thrift_table
 
 import idl
 from catalogd.core.catalog import Catalog
 from catalogd.metastore import convert
+from catalogd.metastore.builders import thrift_table
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.grants import load_privileges, owners_of
 from subscriber.privileges import PrivilegeIndex, check_privilege, principals, privileges_of

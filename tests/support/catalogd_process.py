@@ -21,7 +21,10 @@ LOADED = "background load done"
 
 
 class CatalogdProcess:
-    """``catalogd serve`` in a subprocess, logging to a file; started and stopped explicitly."""
+    """``catalogd serve`` in a subprocess, logging to a file; started and stopped explicitly.
+
+    ``hms_uri=""`` runs the embedded default (an HMS in ``data_dir/hms``).
+    """
 
     def __init__(
         self,
@@ -54,8 +57,7 @@ class CatalogdProcess:
             "-m",
             "catalogd.cli",
             "serve",
-            "--hms",
-            self.hms_uri,
+            *(["--hms", self.hms_uri] if self.hms_uri else []),
             "--bind",
             self.endpoint,
             "--pub-bind",

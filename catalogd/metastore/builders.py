@@ -1,10 +1,10 @@
-"""Hive Thrift structs built the way Hive and Spark write them, for tests that talk to HMS.
+"""HMS Thrift structs built the way Hive and Spark write them (pure).
 
-:func:`thrift_table` makes a managed ``Table`` in a Hive serde format (``FORMATS``:
+:func:`thrift_table` makes a ``Table`` in a Hive serde format (``FORMATS``:
 parquet, orc, text), :func:`thrift_partitions` its ``Partition`` structs and
-:func:`storage_descriptor` the ``StorageDescriptor`` of either. The module imports
-only the standard library and ``idl``: the benchmarks (``bench/support/synthetic.py``)
-load this same file to write their catalog into a real HMS.
+:func:`storage_descriptor` the ``StorageDescriptor`` of either. The demo warehouse
+(:mod:`catalogd.metastore.demo`), the tests and the benchmarks create their
+tables in a real HMS with these.
 """
 
 from __future__ import annotations
@@ -40,10 +40,12 @@ def thrift_table(
     columns: Sequence[tuple[str, str]],
     partition_keys: Sequence[tuple[str, str]] = (),
     fmt: str = "parquet",
-    owner: str = "catalogd-test",
+    owner: str = "catalogd",
     parameters: dict[str, str] | None = None,
+    table_type: str = "MANAGED_TABLE",
+    serde_parameters: dict[str, str] | None = None,
 ) -> Any:
-    """Build a Hive ``Table`` struct (managed, Hive serde format ``fmt``) for create_table."""
+    """Build a Hive ``Table`` struct (Hive serde format ``fmt``) for create_table."""
     return hms_thrift.Table(
         tableName=name,
         dbName=db,
@@ -51,16 +53,21 @@ def thrift_table(
         createTime=int(time.time()),
         lastAccessTime=0,
         retention=0,
-        sd=storage_descriptor(location, columns, fmt),
+        sd=storage_descriptor(location, columns, fmt, serde_parameters),
         partitionKeys=[
             hms_thrift.FieldSchema(name=n, type=t, comment="") for n, t in partition_keys
         ],
         parameters=dict(parameters or {}),
-        tableType="MANAGED_TABLE",
+        tableType=table_type,
     )
 
 
-def storage_descriptor(location: str, columns: Sequence[tuple[str, str]], fmt: str) -> Any:
+def storage_descriptor(
+    location: str,
+    columns: Sequence[tuple[str, str]],
+    fmt: str,
+    serde_parameters: dict[str, str] | None = None,
+) -> Any:
     """Build a ``StorageDescriptor`` the way Hive writes one for format ``fmt``."""
     input_format, serde = FORMATS[fmt]
     output_format = {
@@ -76,7 +83,9 @@ def storage_descriptor(location: str, columns: Sequence[tuple[str, str]], fmt: s
         compressed=False,
         numBuckets=-1,
         serdeInfo=hms_thrift.SerDeInfo(
-            name=None, serializationLib=serde, parameters={"serialization.format": "1"}
+            name=None,
+            serializationLib=serde,
+            parameters=dict(serde_parameters or {"serialization.format": "1"}),
         ),
         bucketCols=[],
         sortCols=[],
@@ -100,6 +109,7 @@ def thrift_partitions(table: Any, values: Sequence[Sequence[str]]) -> list[Any]:
             f"{table.sd.location}/{path}",
             [(c.name, c.type) for c in table.sd.cols],
             _format_of(table),
+            dict(table.sd.serdeInfo.parameters or {}),
         )
         parts.append(
             hms_thrift.Partition(
