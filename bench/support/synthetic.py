@@ -34,7 +34,6 @@ FIRST_DAY = datetime.date(2024, 1, 1)
 EPOCH = 1_735_689_600
 
 
-
 def dt_value(i: int) -> str:
     return (FIRST_DAY + datetime.timedelta(days=i)).isoformat()
 
