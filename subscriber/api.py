@@ -28,6 +28,7 @@ from typing import Any
 import idl
 from subscriber import privileges, reads
 from subscriber.cache import CacheView, ChangeEvent
+from subscriber.protocol import keys
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.errors import CatalogTimeoutError, ForkedProcessError, NotFoundError
 from subscriber.protocol.keys import GLOBAL, TableName, database_key
@@ -301,7 +302,7 @@ class CatalogSubscriber:
         objects = [
             self._decode(view.objects[k])
             for k in global_keys
-            if k.startswith(("PRINCIPAL:", "PRIVILEGE:"))
+            if k.startswith(keys.AUTHORIZATION_PREFIXES)
         ]
         index = privileges.PrivilegeIndex.from_objects(objects)
         # Keyed by the identity of the global key set, which every change of a
@@ -339,7 +340,7 @@ class CatalogSubscriber:
     def list_cache_pools(self) -> list[Any]:
         """The ``THdfsCachePool`` objects, sorted by name."""
         view = self._view()
-        keys = sorted(k for k in view.keys_of(GLOBAL) if k.startswith("HDFS_CACHE_POOL:"))
+        keys = sorted(k for k in view.keys_of(GLOBAL) if k.startswith(keys.CACHE_POOL_PREFIX))
         return [self._decode(view.objects[k]).cache_pool for k in keys]
 
     def cached_tables(self, pool: str | None = None) -> list[str]:

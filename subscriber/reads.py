@@ -15,6 +15,7 @@ from subscriber.protocol import codec
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.errors import InvalidRequestError, NotFoundError
 from subscriber.protocol.keys import (
+    TABLE_PREFIX,
     TableName,
     database_key,
     object_type_of,
@@ -125,7 +126,7 @@ def cached_tables(view: CacheView, decode: Decode, pool: str | None = None) -> l
     found = []
     for keys in view.by_database.values():
         for key in keys:
-            if not key.startswith("TABLE:"):
+            if not key.startswith(TABLE_PREFIX):
                 continue
             table = decode(view.objects[key]).table
             name = f"{table.db_name}.{table.tbl_name}"

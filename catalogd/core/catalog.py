@@ -30,11 +30,12 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from subscriber.protocol import keys
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.errors import CatalogError
 from subscriber.protocol.keys import database_of, table_key
 
-_PARTITION = "HDFS_PARTITION:"
+_PARTITION = keys.PARTITION_PREFIX
 
 
 def _table_of_partition(key: str) -> str:

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from catalogd.core.catalog import Catalog
 from catalogd.metastore import convert
-from subscriber.protocol import codec
+from subscriber.protocol import codec, keys
 from subscriber.protocol.keys import database_key, object_type_of, table_key
 
 Changes = dict[str, bytes | None]
@@ -60,7 +60,7 @@ def unloaded_tables(catalog: Catalog, db: str | None = None) -> list[tuple[str, 
 
 def databases_in(catalog: Catalog) -> set[str]:
     """Names of the databases the catalog holds."""
-    return {k.partition(":")[2] for k in catalog.keys_with_prefix("DATABASE:")}
+    return {k.partition(":")[2] for k in catalog.keys_with_prefix(keys.DATABASE_PREFIX)}
 
 
 def loaded_table_state(
@@ -76,7 +76,7 @@ def loaded_table_state(
         entry = catalog.get(table_key(db, name)) or catalog.get(table_key(db, name, view=True))
         if entry is None or entry.payload is None or is_placeholder(catalog, db, name):
             continue
-        prefix_len = len(f"HDFS_PARTITION:{db}.{name}:")
+        prefix_len = len(keys.partition_prefix(db, name))
         result[name] = (entry.payload, {k[prefix_len:] for k in catalog.partition_keys(db, name)})
     return result
 

@@ -32,42 +32,56 @@ from subscriber.protocol.errors import InvalidRequestError
 GLOBAL = ""
 """The pseudo-database of objects that belong to no database."""
 
+# Every key starts with its object type and a colon; these prefixes select one type.
+DATABASE_PREFIX = "DATABASE:"
+TABLE_PREFIX = "TABLE:"
+VIEW_PREFIX = "VIEW:"
+PARTITION_PREFIX = "HDFS_PARTITION:"
+FUNCTION_PREFIX = "FUNCTION:"
+PRINCIPAL_PREFIX = "PRINCIPAL:"
+PRIVILEGE_PREFIX = "PRIVILEGE:"
+CACHE_POOL_PREFIX = "HDFS_CACHE_POOL:"
+AUTHORIZATION_PREFIXES = (PRINCIPAL_PREFIX, PRIVILEGE_PREFIX)
+"""Roles, users, groups and their grants: what a privileges reload replaces."""
+
 # Object types whose key carries a database name right after the colon.
 _DB_SCOPED = ("DATABASE", "TABLE", "VIEW", "HDFS_PARTITION", "FUNCTION")
 
 
 def database_key(db: str) -> str:
-    return f"DATABASE:{db.lower()}"
+    return f"{DATABASE_PREFIX}{db.lower()}"
 
 
 def table_key(db: str, table: str, *, view: bool = False) -> str:
-    return f"{'VIEW' if view else 'TABLE'}:{db.lower()}.{table.lower()}"
+    return f"{VIEW_PREFIX if view else TABLE_PREFIX}{db.lower()}.{table.lower()}"
 
 
 def partition_key(db: str, table: str, partition_name: str) -> str:
-    return f"HDFS_PARTITION:{db.lower()}.{table.lower()}:{partition_name}"
+    return f"{partition_prefix(db, table)}{partition_name}"
 
 
 def partition_prefix(db: str, table: str) -> str:
     """The prefix shared by every partition key of one table."""
-    return f"HDFS_PARTITION:{db.lower()}.{table.lower()}:"
+    return f"{PARTITION_PREFIX}{db.lower()}.{table.lower()}:"
 
 
 def function_key(db: str, name: str, signature: str) -> str:
-    return f"FUNCTION:{db.lower()}.{name.lower()}({signature})"
+    return f"{FUNCTION_PREFIX}{db.lower()}.{name.lower()}({signature})"
 
 
 def principal_key(name: str, principal_type: str) -> str:
     # Role names are case-insensitive in HMS, user names are not.
-    return f"PRINCIPAL:{name.lower() if principal_type == 'ROLE' else name}.{principal_type}"
+    return (
+        f"{PRINCIPAL_PREFIX}{name.lower() if principal_type == 'ROLE' else name}.{principal_type}"
+    )
 
 
 def privilege_key(privilege_name: str, principal_id: int, principal_type: str) -> str:
-    return f"PRIVILEGE:{privilege_name.lower()}.{principal_id}.{principal_type}"
+    return f"{PRIVILEGE_PREFIX}{privilege_name.lower()}.{principal_id}.{principal_type}"
 
 
 def cache_pool_key(pool: str) -> str:
-    return f"HDFS_CACHE_POOL:{pool.lower()}"
+    return f"{CACHE_POOL_PREFIX}{pool.lower()}"
 
 
 def object_type_of(key: str) -> str:
