@@ -28,10 +28,15 @@ from typing import Any
 import idl
 from subscriber import privileges, reads
 from subscriber.cache import CacheView, ChangeEvent
-from subscriber.protocol import keys
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.errors import CatalogTimeoutError, ForkedProcessError, NotFoundError
-from subscriber.protocol.keys import GLOBAL, TableName, database_key
+from subscriber.protocol.keys import (
+    AUTHORIZATION_PREFIXES,
+    CACHE_POOL_PREFIX,
+    GLOBAL,
+    TableName,
+    database_key,
+)
 from subscriber.reads import PartitionSpec
 from subscriber.sync import Step, SyncMachine
 from subscriber.transport import SubscriberTransport, TransportConfig, TransportStats
@@ -302,7 +307,7 @@ class CatalogSubscriber:
         objects = [
             self._decode(view.objects[k])
             for k in global_keys
-            if k.startswith(keys.AUTHORIZATION_PREFIXES)
+            if k.startswith(AUTHORIZATION_PREFIXES)
         ]
         index = privileges.PrivilegeIndex.from_objects(objects)
         # Keyed by the identity of the global key set, which every change of a
@@ -340,8 +345,8 @@ class CatalogSubscriber:
     def list_cache_pools(self) -> list[Any]:
         """The ``THdfsCachePool`` objects, sorted by name."""
         view = self._view()
-        keys = sorted(k for k in view.keys_of(GLOBAL) if k.startswith(keys.CACHE_POOL_PREFIX))
-        return [self._decode(view.objects[k]).cache_pool for k in keys]
+        names = sorted(k for k in view.keys_of(GLOBAL) if k.startswith(CACHE_POOL_PREFIX))
+        return [self._decode(view.objects[k]).cache_pool for k in names]
 
     def cached_tables(self, pool: str | None = None) -> list[str]:
         """Tables (``db.table``) and partitions (``db.table/k=v``) marked cached

@@ -20,8 +20,8 @@ from catalogd.freshness.table_loader import TableLoader
 from catalogd.server.thread import CatalogServer
 from catalogd.state.store import StateStore
 from catalogd.status import status_detail
-from subscriber.protocol import keys
 from subscriber.protocol.errors import InvalidRequestError, NotFoundError
+from subscriber.protocol.keys import partition_key
 
 svc = idl.catalog_service
 Cmd = svc.TAdminCommand
@@ -113,7 +113,7 @@ def cache(ops: Operations, store: StateStore, request: Any) -> AdminResult:
     partitions: list[str | None] = list(request.partitions or []) or [None]
     for partition in partitions:
         if partition is not None:
-            key = keys.partition_key(name.db, name.table, partition)
+            key = partition_key(name.db, name.table, partition)
             if not ops.contains(key):
                 raise NotFoundError(f"partition {partition} of {name} not found")
     if request.command == Cmd.CACHE:

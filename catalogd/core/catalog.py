@@ -30,12 +30,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from subscriber.protocol import keys
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.errors import CatalogError
-from subscriber.protocol.keys import database_of, table_key
+from subscriber.protocol.keys import PARTITION_PREFIX, database_of, table_key
 
-_PARTITION = keys.PARTITION_PREFIX
+_PARTITION = PARTITION_PREFIX
 
 
 def _table_of_partition(key: str) -> str:

@@ -21,8 +21,14 @@ from functools import lru_cache
 
 from catalogd.core.catalog import Catalog
 from catalogd.metastore import convert
-from subscriber.protocol import codec, keys
-from subscriber.protocol.keys import database_key, object_type_of, table_key
+from subscriber.protocol import codec
+from subscriber.protocol.keys import (
+    DATABASE_PREFIX,
+    database_key,
+    object_type_of,
+    partition_prefix,
+    table_key,
+)
 
 Changes = dict[str, bytes | None]
 
@@ -60,7 +66,7 @@ def unloaded_tables(catalog: Catalog, db: str | None = None) -> list[tuple[str, 
 
 def databases_in(catalog: Catalog) -> set[str]:
     """Names of the databases the catalog holds."""
-    return {k.partition(":")[2] for k in catalog.keys_with_prefix(keys.DATABASE_PREFIX)}
+    return {k.partition(":")[2] for k in catalog.keys_with_prefix(DATABASE_PREFIX)}
 
 
 def loaded_table_state(
@@ -76,7 +82,7 @@ def loaded_table_state(
         entry = catalog.get(table_key(db, name)) or catalog.get(table_key(db, name, view=True))
         if entry is None or entry.payload is None or is_placeholder(catalog, db, name):
             continue
-        prefix_len = len(keys.partition_prefix(db, name))
+        prefix_len = len(partition_prefix(db, name))
         result[name] = (entry.payload, {k[prefix_len:] for k in catalog.partition_keys(db, name)})
     return result
 

@@ -33,13 +33,18 @@ from catalogd.metastore import convert
 from catalogd.metastore import source as loader
 from catalogd.metastore.grants import grant_holders, load_privileges, owners_of
 from catalogd.server.thread import CatalogServer
-from subscriber.protocol import codec, keys
+from subscriber.protocol import codec
 from subscriber.protocol.delta import Delta
 from subscriber.protocol.errors import BusyError, InvalidRequestError, NotFoundError
 from subscriber.protocol.keys import (
+    AUTHORIZATION_PREFIXES,
+    CACHE_POOL_PREFIX,
+    DATABASE_PREFIX,
+    TABLE_PREFIX,
     make_partition_name,
     parse_partition_name,
     partition_key,
+    table_key,
 )
 
 log = logging.getLogger(__name__)
@@ -275,9 +280,7 @@ class Operations:
         """Make the catalog's HDFS_CACHE_POOL objects exactly ``pools``."""
         payloads = caching.pool_payloads(pools)
         return self._commit(
-            lambda c: plans.replace_group(
-                c, c.keys_with_prefix(keys.CACHE_POOL_PREFIX, db=""), payloads
-            )
+            lambda c: plans.replace_group(c, c.keys_with_prefix(CACHE_POOL_PREFIX, db=""), payloads)
         )
 
     def load_privileges(self, server_name: str = "server1") -> int:
@@ -297,7 +300,7 @@ class Operations:
         return self._commit(
             lambda c: plans.replace_group(
                 c,
-                [k for k in c.keys_of_database("") if k.startswith(keys.AUTHORIZATION_PREFIXES)],
+                [k for k in c.keys_of_database("") if k.startswith(AUTHORIZATION_PREFIXES)],
                 payloads,
             )
         )
@@ -316,7 +319,7 @@ class Operations:
             self._bump([(db, table)])
             changes: dict[str, bytes | None] = dict.fromkeys(catalog.table_keys(db, table))
             if exists:
-                changes[keys.table_key(db, table)] = plans.placeholder(db, table)
+                changes[table_key(db, table)] = plans.placeholder(db, table)
             elif not known:
                 raise NotFoundError(f"table {db}.{table} not found")
             return changes
@@ -348,10 +351,10 @@ def _grant_subjects(catalog: Catalog) -> tuple[list[bytes], list[tuple[str, str 
     payloads = [
         e.payload
         for e in catalog.live_entries()
-        if e.payload is not None and e.key.startswith((keys.DATABASE_PREFIX, keys.TABLE_PREFIX))
+        if e.payload is not None and e.key.startswith((DATABASE_PREFIX, TABLE_PREFIX))
     ]
     names: list[tuple[str, str | None]] = []
-    for key in catalog.keys_with_prefix(keys.DATABASE_PREFIX):
+    for key in catalog.keys_with_prefix(DATABASE_PREFIX):
         db = key.partition(":")[2]
         names.append((db, None))
         names.extend((db, t) for t in sorted(plans.table_names_of(catalog, db)))
