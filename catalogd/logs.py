@@ -8,6 +8,11 @@ an embedding application's) alone.
 Fields passed with ``extra=`` (``log.info("refreshed", extra={"table": t})``) are
 kept apart from the message: JSON lines carry them as keys, text lines append
 them as ``key=value``.
+
+Names, requesters and messages come from peers, so no logged text may forge a
+line or make the log binary: text lines escape every control character in the
+message and the fields (:func:`escape`: ``\n`` -> ``\\n``, NUL -> ``\\x00``);
+tracebacks keep their own newlines. JSON escapes them by itself.
 """
 
 from __future__ import annotations
@@ -18,11 +23,28 @@ import sys
 from datetime import datetime, timezone
 from typing import IO, Any
 
-__all__ = ["configure", "JsonFormatter", "TextFormatter", "FORMATS"]
+__all__ = ["configure", "escape", "JsonFormatter", "TextFormatter", "FORMATS"]
 
 FORMATS = ("text", "json")
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.
 _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+
+
+def _escape_code(code: int) -> str:
+    named = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r", 0x5C: "\\\\"}
+    if code in named:
+        return named[code]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators, and the
+# backslash itself (so an escaped line reads back unambiguously).
+_ESCAPES = {c: _escape_code(c) for c in [*range(0x20), 0x5C, *range(0x7F, 0xA0), 0x2028, 0x2029]}
+
+
+def escape(text: object) -> str:
+    """``str(text)`` with every control character written as a visible escape."""
+    return str(text).translate(_ESCAPES)
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
@@ -36,9 +58,14 @@ class TextFormatter(logging.Formatter):
         head = "%(asctime)s " if timestamps else ""
         super().__init__(head + "%(levelname)s %(name)s: %(message)s")
 
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        # The message only: the traceback appended after it keeps its lines.
+        record.message = escape(record.message)
+        return super().formatMessage(record)
+
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
-        fields = " ".join(f"{key}={value}" for key, value in _extras(record).items())
+        fields = " ".join(f"{key}={escape(value)}" for key, value in _extras(record).items())
         if not fields:
             return line
         first, newline, rest = line.partition("\n")  # keep fields on the event's line

@@ -9,6 +9,12 @@ Every mutating command answers with the catalog version at which its effect
 is published. With ``sync`` the answer waits until every *live* subscriber has
 reported applying that version (:class:`~catalogd.admin.barrier.SubscriberBarrier`);
 the answer names every subscriber that did not confirm.
+
+No command can starve another: read-only commands (``status``, ``audit``,
+``cache-pool list``) run on a reserved worker of their own; a ``sync`` wait
+runs on a waiter thread (at most ``sync_waiters``, more queue), not on a
+worker, and lasts at most ``max_sync_timeout_s``; at most ``max_queued``
+mutating commands wait for a worker, beyond that the answer is BUSY.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ import zmq
 
 import idl
 from catalogd.admin.barrier import SubscriberBarrier
+from catalogd.security.curve import CurveServer, user_id
+from catalogd.security.curve import apply as apply_curve
 from catalogd.server.doorbell import Doorbell
 from subscriber.protocol import codec
 from subscriber.protocol.errors import (
@@ -35,6 +43,7 @@ from subscriber.protocol.errors import (
     CatalogError,
     ConflictError,
     InvalidRequestError,
+    NotActiveError,
     NotFoundError,
     ProtocolError,
     UnavailableError,
@@ -44,8 +53,11 @@ from subscriber.protocol.keys import TableName
 log = logging.getLogger(__name__)
 svc = idl.catalog_service
 Code = svc.TStatusCode
+Cmd = svc.TAdminCommand
 
 DEFAULT_ADMIN_PORT = 26502
+MAX_REQUEST_INFLATED = 4 << 20
+"""An admin request (a refresh of many partitions) may expand to this many bytes."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,8 @@ class AdminServer:
         barrier: used for ``sync`` requests.
         on_done: called with (request, response, seconds) after each command
             (audit log, metrics); must not raise.
+        curve: CURVE keys (ZAP domain ``admin``: admin keys only); the requester
+            recorded is then the key's name. None: plain TCP, requester as claimed.
     """
 
     def __init__(
@@ -93,8 +107,12 @@ class AdminServer:
         *,
         workers: int = 4,
         default_sync_timeout_s: float = 30.0,
+        max_sync_timeout_s: float = 120.0,
+        sync_waiters: int = 16,
+        max_queued: int = 64,
         on_done: Callable[[Any, Any, float], None] | None = None,
         context: zmq.Context | None = None,
+        curve: CurveServer | None = None,
     ) -> None:
         self.bind = bind
         self.endpoint = ""
@@ -103,7 +121,15 @@ class AdminServer:
         self.garbage = 0
         self.commands = 0
         self._default_sync_timeout = default_sync_timeout_s
+        self._max_sync_timeout = max_sync_timeout_s
+        self._max_queued = max_queued
+        self._in_flight = 0  # mutating commands queued or running; admin thread + workers
+        self._in_flight_lock = threading.Lock()
+        self._reads = ThreadPoolExecutor(1, thread_name_prefix="catalogd-admin-reads")
+        self._waiters = ThreadPoolExecutor(sync_waiters, thread_name_prefix="catalogd-admin-sync")
         self._on_done = on_done
+        self._curve = curve
+        self._rebind = threading.Event()
         self._context = context or zmq.Context.instance()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="catalogd-admin-worker")
         self._replies: queue.SimpleQueue[tuple[bytes, bytes]] = queue.SimpleQueue()
@@ -131,21 +157,47 @@ class AdminServer:
         self._stop.set()
         self._bell.ring()
         self._thread.join(timeout)
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._pool, self._reads, self._waiters):
+            pool.shutdown(wait=False, cancel_futures=True)
         self._bell.close()
 
     # -- admin thread ---------------------------------------------------------------------
 
-    def _run(self) -> None:
+    def drop_connections(self) -> None:
+        """Close and rebind the admin socket (soon, on the admin thread): every
+        connection must pass authentication again, so a revoked admin key is cut off."""
+        self._rebind.set()
+        self._bell.ring()
+
+    def _open(self, endpoint: str) -> zmq.Socket:
         router = self._context.socket(zmq.ROUTER)
         try:
             router.setsockopt(zmq.LINGER, 0)
             router.setsockopt(zmq.MAXMSGSIZE, 1 << 20)
-            router.bind(self.bind)
-            self.endpoint = router.getsockopt(zmq.LAST_ENDPOINT).decode()
+            apply_curve(router, self._curve)
+            router.bind(endpoint)
+        except zmq.ZMQError:
+            router.close(linger=0)
+            raise
+        return router
+
+    def _reopen(self, router: zmq.Socket) -> zmq.Socket:
+        router.close(linger=0)
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                return self._open(self.endpoint)
+            except zmq.ZMQError as exc:
+                if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)  # libzmq's I/O thread has not released the port yet
+
+    def _run(self) -> None:
+        try:
+            router = self._open(self.bind)
+            self.endpoint = router.get_string(zmq.LAST_ENDPOINT)
         except zmq.ZMQError as exc:
             self._error = exc
-            router.close(linger=0)
             self._ready.set()
             return
         self._ready.set()
@@ -159,6 +211,11 @@ class AdminServer:
                         self._bell.drain()
                     else:
                         self._receive(router)
+                if self._rebind.is_set():
+                    self._rebind.clear()
+                    poller.unregister(router)
+                    router = self._reopen(router)
+                    poller.register(router, zmq.POLLIN)
                 while not self._replies.empty():
                     identity, body = self._replies.get_nowait()
                     with contextlib.suppress(zmq.ZMQError):
@@ -169,9 +226,13 @@ class AdminServer:
     def _receive(self, router: zmq.Socket) -> None:
         for _ in range(64):
             try:
-                frames = router.recv_multipart(zmq.NOBLOCK)
+                received = router.recv_multipart(zmq.NOBLOCK, copy=self._curve is None)
             except zmq.Again:
                 return
+            # With CURVE the requester is the admin key's name (its ZAP User-Id),
+            # whatever the request claims.
+            key = user_id(received[-1]) if self._curve is not None else None
+            frames = [f if isinstance(f, bytes) else f.bytes for f in received]
             # REQ sends [identity, "", body]; DEALER sends [identity, body].
             if len(frames) == 3 and frames[1] == b"":
                 identity, body = frames[0], frames[2]
@@ -181,15 +242,29 @@ class AdminServer:
                 self.garbage += 1
                 continue
             try:
-                request = codec.unpack(svc.TAdminRequest, body)
+                # Checked while inflating: a compressed bomb costs at most this much.
+                request = codec.unpack(svc.TAdminRequest, body, max_size=MAX_REQUEST_INFLATED)
             except ProtocolError as exc:
                 self.garbage += 1
                 self._reply(identity, _response(Code.ERROR, f"malformed admin request: {exc}"))
                 continue
+            if key is not None:
+                request.requester = key
             if not self._accepting:
                 self._reply(identity, _response(Code.BUSY, "catalogd is shutting down"))
                 continue
             self.commands += 1
+            if request.command in READ_ONLY:
+                self._reads.submit(self._execute, identity, request)
+                continue
+            with self._in_flight_lock:
+                full = self._in_flight >= self._max_queued
+                if not full:
+                    self._in_flight += 1
+            if full:
+                busy = f"overloaded: {self._max_queued} admin commands waiting; try again"
+                self._reply(identity, _response(Code.BUSY, busy))
+                continue
             self._pool.submit(self._execute, identity, request)
 
     def _reply(self, identity: bytes, response: Any) -> None:
@@ -211,22 +286,52 @@ class AdminServer:
                 detail_json=json.dumps(result.detail, sort_keys=True),
             )
             if request.sync and result.version is not None:
-                timeout = (request.sync_timeout_ms or self._default_sync_timeout * 1000) / 1000
-                confirmed, unconfirmed = self.barrier.wait(result.version, timeout)
-                response.unconfirmed_subscribers = unconfirmed
-                detail = dict(result.detail, confirmed_subscribers=confirmed)
-                response.detail_json = json.dumps(detail, sort_keys=True)
+                # Wait on a waiter thread: the worker is free for the next command.
+                self._waiters.submit(self._sync, identity, request, result, response, started)
+                return
         except CatalogError as exc:
             response = _response(error_code(exc), str(exc))
+            if isinstance(exc, NotActiveError) and exc.active_admin:  # HA: name the active
+                response.detail_json = json.dumps({"active_admin": exc.active_admin})
         except Exception as exc:  # noqa: BLE001 - the endpoint must answer and survive
             log.exception("admin command %s failed", request.command)
             response = _response(Code.INTERNAL_ERR, f"internal error: {exc!r}")
+        finally:
+            if request.command not in READ_ONLY:
+                with self._in_flight_lock:
+                    self._in_flight -= 1
+        self._finish(identity, request, response, started)
+
+    def sync_timeout(self, request: Any) -> float:
+        """The seconds a ``sync`` request waits: its own, else the default, at most the cap."""
+        asked = (request.sync_timeout_ms or self._default_sync_timeout * 1000) / 1000
+        return max(0.0, min(asked, self._max_sync_timeout))
+
+    def _sync(
+        self, identity: bytes, request: Any, result: AdminResult, response: Any, started: float
+    ) -> None:
+        try:
+            timeout = self.sync_timeout(request)
+            confirmed, unconfirmed = self.barrier.wait(result.version or 0, timeout)
+            response.unconfirmed_subscribers = unconfirmed
+            detail = dict(result.detail, confirmed_subscribers=confirmed)
+            response.detail_json = json.dumps(detail, sort_keys=True)
+        except Exception as exc:  # noqa: BLE001 - the endpoint must answer and survive
+            log.exception("waiting for subscribers failed")
+            response = _response(Code.INTERNAL_ERR, f"internal error: {exc!r}")
+        self._finish(identity, request, response, started)
+
+    def _finish(self, identity: bytes, request: Any, response: Any, started: float) -> None:
         self._reply(identity, response)
         if self._on_done is not None:
             try:
                 self._on_done(request, response, time.monotonic() - started)
             except Exception:  # noqa: BLE001
                 log.exception("admin on_done hook failed")
+
+
+READ_ONLY = frozenset({Cmd.STATUS, Cmd.AUDIT, Cmd.CACHE_POOL_LIST})
+"""Commands answered on the reserved reads worker."""
 
 
 def _response(code: int, message: str) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,14 @@ class RuntimeInfo:
     hms_healthy: bool = True
     hms_error: str | None = None
     detector: str = "off"
+    security: Callable[[], dict[str, Any]] | None = None
+    """What status shows about keys and exposure (catalogd.security.runtime)."""
+    ha: Callable[[], dict[str, Any]] | None = None
+    """HA role, epoch, lease and peers (catalogd.ha.node.describe); None: HA off."""
+    embedded_hms: Callable[[], dict[str, Any]] | None = None
+    """The embedded HMS's supervision report (state, restarts); None: not embedded."""
+    loading: Callable[[], dict[str, Any]] | None = None
+    """Background load progress (catalogd.freshness.progress.LoadProgress.report)."""
 
 
 def invalidate(ops: Operations, loader: TableLoader, request: Any) -> AdminResult:
@@ -61,6 +70,8 @@ def refresh(ops: Operations, request: Any) -> AdminResult:
     """``refresh DB.TABLE [--partition k=v/k2=v2 ...]``: reload now, publish the difference."""
     name = table_name(request)
     before = ops.version()
+    if (request.options or {}).get("files") == "true":
+        ops.files.opt_in(name.db, name.table)  # --files: file metadata from now on
     if request.partitions:
         version = ops.refresh_partitions(name.db, name.table, request.partitions)
     else:
@@ -131,7 +142,16 @@ def cache(ops: Operations, store: StateStore, request: Any) -> AdminResult:
 
 
 def audit(store: StateStore, request: Any) -> AdminResult:
-    limit = int(dict(request.options or {}).get("limit", "50"))
+    """The newest audit records; option ``limit`` (1..10000, default 50).
+
+    Raises:
+        InvalidRequestError: ``limit`` is not a whole number in range.
+    """
+    text = dict(request.options or {}).get("limit", "50")
+    try:
+        limit = int(text)
+    except ValueError:
+        raise InvalidRequestError(f"limit must be a whole number, got {text!r}") from None
     if not 1 <= limit <= 10_000:
         raise InvalidRequestError("limit must be between 1 and 10000")
     records = []

@@ -4,7 +4,11 @@ At start-up catalogd publishes databases and table *names* (placeholders)
 first, so subscribers are useful within a second; :class:`TableLoader` then
 loads every table in a pool of ``pool_size`` threads. A subscriber that needs
 a table now asks for a priority load (``TLoadTableRequest``); an urgent request
-jumps the queue. Concurrent requests for one table share one load.
+jumps the queue. Concurrent requests for one table share one load, and a
+table already queued as urgent is not queued again, so the queue holds at most
+two entries per table the catalog names (the server answers NOTFOUND for names
+it does not hold). ``loaded`` counts only placeholders that were loaded;
+requests for tables loaded already or gone count as ``skipped``.
 
 The loader may be made before the :class:`~catalogd.freshness.operations.Operations`
 it loads through, and given them at :meth:`TableLoader.start`: the server needs
@@ -35,6 +39,7 @@ URGENT, BACKGROUND = 0, 10
 @dataclass
 class LoaderStats:
     loaded: int = 0
+    skipped: int = 0
     failed: int = 0
     urgent: int = 0
     busy_seconds: float = 0.0
@@ -67,6 +72,8 @@ class TableLoader:
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, str], Future[int]] = {}
         self._running: set[tuple[str, str]] = set()
+        self._reload: set[tuple[str, str]] = set()  # load even if loaded
+        self._urgent: set[tuple[str, str]] = set()  # queued as urgent, not yet taken
         self._stop = threading.Event()
         self._idle = threading.Condition(self._lock)
         self._threads = [
@@ -107,16 +114,25 @@ class TableLoader:
             if future is None:
                 future = Future()
                 self._pending[key] = future
-            elif key in self._running or not urgent:
+            elif key in self._running or not urgent or key in self._urgent:
                 return future
             if urgent:
                 self.stats.urgent += 1
+                self._urgent.add(key)
         self._queue.put((URGENT if urgent else BACKGROUND, next(self._seq), key))
         return future
 
     def request_urgent(self, db: str, table: str) -> None:
         """An urgent :meth:`request` (a subscriber waits), as the server's
         ``on_load_request``: never blocks."""
+        self.request(db, table, urgent=True)
+
+    def request_reload(self, db: str, table: str) -> None:
+        """An urgent load even if loaded (``table`` "": the database's names and
+        functions), after a write through an HMS endpoint. Never blocks; a
+        request arriving while that key loads makes it load once more."""
+        with self._lock:
+            self._reload.add((db.lower(), table.lower()))
         self.request(db, table, urgent=True)
 
     def enqueue_unloaded(self, db: str | None = None) -> int:
@@ -148,15 +164,27 @@ class TableLoader:
             if self._stop.is_set():
                 return
             with self._lock:
+                self._urgent.discard(key)
                 future = self._pending.get(key)
                 if future is None or key in self._running:
                     continue  # done already, or another worker has it
                 self._running.add(key)
+                reload = key in self._reload
+                self._reload.discard(key)
             started = time.monotonic()
             version = 0
+            presence = "absent"
             error: BaseException | None = None
             try:
-                version = self.ops.load_table(*key, only_if_unloaded=True)
+                # A reload (after a write through the HMS endpoint) may name a table
+                # the catalog does not hold yet: it always loads, and counts.
+                presence = "placeholder" if reload else self.ops.presence(*key)
+                if presence == "absent":
+                    raise NotFoundError(f"table {key[0]}.{key[1]} not found")
+                if reload and not key[1]:
+                    version = self.ops.reload_database(key[0])
+                else:
+                    version = self.ops.load_table(*key, only_if_unloaded=not reload)
             except NotFoundError as exc:
                 log.info("%s.%s was dropped before it could be loaded", *key)
                 error = exc
@@ -169,7 +197,10 @@ class TableLoader:
                 log.exception("loading %s.%s failed", *key)
                 error = exc
             else:
-                self.stats.loaded += 1
+                if presence == "placeholder":
+                    self.stats.loaded += 1
+                else:
+                    self.stats.skipped += 1  # loaded already: counts as no load
             elapsed = time.monotonic() - started
             self.stats.busy_seconds += elapsed
             if self._on_loaded is not None and error is None:
@@ -177,6 +208,7 @@ class TableLoader:
             with self._lock:
                 self._running.discard(key)
                 self._pending.pop(key, None)
+                again = key in self._reload  # asked to reload while loading
                 if not self._pending:
                     self.stats.last_idle_at = time.monotonic()
                     self._idle.notify_all()
@@ -184,3 +216,5 @@ class TableLoader:
                 future.set_exception(error)
             else:
                 future.set_result(version)
+            if again:
+                self.request(*key, urgent=True)

@@ -9,6 +9,10 @@ read it at any time (copy ``subscribers`` with ``dict(...)`` before iterating).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a plain value here; the module itself imports zmq
+    from catalogd.security.curve import CurveServer
 
 DEFAULT_PORT = 26500
 
@@ -32,7 +36,22 @@ class ServerConfig:
     max_tombstones: int = 100_000
     start_version: int = 0
     pub_hwm: int = 100_000
-    max_request_bytes: int = 1 << 20
+    max_request_bytes: int = 64 * 1024
+    """The largest request frame the ROUTER accepts (requests take a few KB)."""
+    max_request_inflated_bytes: int = 256 * 1024
+    """A compressed request may expand to this much, checked while inflating."""
+    max_request_list_items: int = 10_000
+    """The longest list a request may carry (database names)."""
+    max_snapshot_jobs_per_peer: int = 2
+    """Snapshots queued for one peer; a newer request replaces its oldest."""
+    max_snapshot_jobs: int = 1_000
+    """Snapshots queued in all; beyond it a snapshot request is answered BUSY."""
+    report_ttl_s: float = 10.0
+    """A subscriber that neither joined nor reported for this long is forgotten."""
+    max_subscribers: int = 10_000
+    """Joined connections remembered; the longest silent one makes room."""
+    curve: CurveServer | None = None
+    """CURVE keys for the ROUTER and PUB (ZAP domain ``subscribers``); None: plain TCP."""
 
 
 @dataclass
@@ -47,5 +66,14 @@ class ServerStats:
     catch_ups_refused: int = 0
     garbage: int = 0
     load_requests: int = 0
+    load_requests_unknown: int = 0
+    reports_refused: int = 0
+    """Reports for a client id the sending connection did not join under."""
+    busy: int = 0
+    snapshot_jobs: int = 0
+    """Snapshots being streamed now (a gauge)."""
+    snapshot_jobs_replaced: int = 0
+    snapshot_retries: int = 0
+    """Sends refused by a full pipe (the job waits, backing off, and tries again)."""
     subscribers: dict[str, tuple[int, float]] = field(default_factory=dict)
     """client id -> (applied version, wall time of its last report)."""

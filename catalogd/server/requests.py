@@ -16,11 +16,15 @@ What each command yields:
 * ``catch_up`` -> a ``TDelta`` from the delta log, or ``NOTFOUND`` when the
   log no longer reaches back that far or the delta exceeds
   ``max_catch_up_entries``: the subscriber must take a snapshot.
+* ``load_table`` with ``reload`` -> ``OK`` and ``reload_request=(db, table)``
+  (a write through an HMS endpoint; the table need not be known yet).
 * ``load_table`` -> ``OK`` and ``load_request=(db, table)`` for the caller to
-  forward (it must not block).
+  forward (it must not block), or ``NOTFOUND`` when the catalog holds no such
+  table (decided from the catalog's names: HMS is not asked).
 * ``report`` -> no response (one-way) and a :class:`Report` to record; a
   negative applied version is a goodbye; a report naming another service id
-  (from before a restart) is ignored.
+  (from before a restart) is ignored. Whether it counts is :func:`may_report`'s
+  decision (see :mod:`catalogd.server.members`).
 * anything else raises :class:`ProtocolError`; :func:`malformed` turns that
   (or a decoding error) into an ``ERROR`` response counted as garbage.
 
@@ -30,18 +34,28 @@ What each command yields:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import idl
 from catalogd.core.catalog import Catalog, DeltaUnavailableError
 from catalogd.server.config import ServerStats
 from catalogd.server.snapshots import SnapshotJob, snapshot_frames, wanted_databases
-from subscriber.protocol import wire
+from subscriber.protocol import codec, wire
 from subscriber.protocol.errors import ProtocolError
+
+if TYPE_CHECKING:
+    from catalogd.server.members import Membership
 
 svc = idl.catalog_service
 
-Counter = Literal["snapshots", "catch_ups", "catch_ups_refused", "load_requests", "garbage"]
+Counter = Literal[
+    "snapshots",
+    "catch_ups",
+    "catch_ups_refused",
+    "load_requests",
+    "load_requests_unknown",
+    "garbage",
+]
 """The :class:`ServerStats` counter a request adds one to."""
 
 
@@ -74,7 +88,11 @@ class Outcome:
     """A ``TResponse`` to send now; None for one-way and streamed requests."""
     snapshot: SnapshotJob | None = None
     load_request: tuple[str, str] | None = None
+    reload_request: tuple[str, str] | None = None
+    """(db, table) to reload even if loaded; table "" is the database's names."""
     report: Report | None = None
+    join: str | None = None
+    """The client id the peer said hello as."""
     early_heartbeat: bool = False
     counter: Counter | None = None
 
@@ -91,6 +109,7 @@ def answer(
     if request.hello is not None:
         return Outcome(
             response=svc.TResponse(request_id=rid, status=ok(), welcome=welcome(catalog, state)),
+            join=request.hello.client_id,
             early_heartbeat=True,
         )
     if request.snapshot is not None:
@@ -106,9 +125,21 @@ def answer(
         return catch_up(rid, request.catch_up, catalog, state)
     if request.load_table is not None:
         load = request.load_table
+        db, table = load.db_name.lower(), load.tbl_name.lower()
+        if load.reload:  # after a write through an HMS endpoint: the table may be new
+            return Outcome(
+                response=svc.TResponse(request_id=rid, status=ok()),
+                reload_request=(db, table),
+                counter="load_requests",
+            )
+        if not catalog.table_keys(db, table):
+            return Outcome(
+                response=status(svc.TStatusCode.NOTFOUND, f"no table {db}.{table}", rid),
+                counter="load_requests_unknown",
+            )
         return Outcome(
             response=svc.TResponse(request_id=rid, status=ok()),
-            load_request=(load.db_name, load.tbl_name),
+            load_request=(db, table),
             counter="load_requests",
         )
     if request.report is not None:
@@ -119,6 +150,50 @@ def answer(
             return Outcome(report=Report(report.client_id, report.applied_version, now))
         return Outcome()
     raise ProtocolError("request carries no known command")
+
+
+def may_report(
+    identity: bytes,
+    client_id: str,
+    joined_as: str | None,
+    owner: bytes | None,
+    owner_seen: float | None,
+    now: float,
+    ttl_s: float,
+) -> bool:
+    """Whether a report for ``client_id`` from the connection ``identity`` counts.
+
+    Until subscribers authenticate, a report counts only for the connection
+    that joined (said hello) under that client id (``joined_as``), and only if
+    no *other* connection owns the id (``owner``, last heard of at
+    ``owner_seen``) and was heard of within ``ttl_s``. With CURVE keys the
+    server passes ``identity`` as ``key name NUL routing id``
+    (``CatalogServer._peer``), so a report also counts only from the key that
+    joined under that client id.
+    """
+    if joined_as != client_id:
+        return False
+    if owner is None or owner == identity:
+        return True
+    return owner_seen is None or now - owner_seen > ttl_s
+
+
+def decode(body: bytes, *, max_inflated: int, max_list_items: int) -> Any:
+    """Decode one ``TRequest`` within bounds: a compressed body may expand to
+    ``max_inflated`` bytes (checked while inflating, so a bomb costs little),
+    and no list in it may hold more than ``max_list_items`` items.
+
+    Raises:
+        ProtocolError: the body is malformed or exceeds a bound.
+    """
+    request = codec.unpack(
+        svc.TRequest, body, max_size=max_inflated, max_decoded_size=64 * max_inflated
+    )
+    for part in (request.hello, request.snapshot, request.catch_up):
+        databases = getattr(part, "databases", None)
+        if databases is not None and len(databases) > max_list_items:
+            raise ProtocolError(f"too many databases: {len(databases)} > {max_list_items}")
+    return request
 
 
 def welcome(catalog: Catalog, state: ServerState) -> Any:
@@ -162,17 +237,24 @@ def malformed(exc: ProtocolError) -> Outcome:
     )
 
 
-def record(stats: ServerStats, outcome: Outcome) -> None:
-    """Apply ``outcome``'s counter and subscriber report to ``stats`` (server thread only)."""
+def record(
+    stats: ServerStats,
+    outcome: Outcome,
+    members: Membership,
+    identity: bytes,
+    now: float,
+) -> None:
+    """Apply ``outcome``'s counter, join and report from ``identity`` (server thread only).
+
+    ``members`` keeps ``stats.subscribers``; a report that may not count is
+    counted in ``stats.reports_refused`` instead.
+    """
     if outcome.counter is not None:
         setattr(stats, outcome.counter, getattr(stats, outcome.counter) + 1)
-    report = outcome.report
-    if report is None:
-        return
-    if report.applied_version is None:
-        stats.subscribers.pop(report.client_id, None)
-    else:
-        stats.subscribers[report.client_id] = (report.applied_version, report.at)
+    if outcome.join is not None:
+        members.join(identity, outcome.join, now)
+    if outcome.report is not None and not members.report(identity, outcome.report):
+        stats.reports_refused += 1
 
 
 def ok() -> Any:

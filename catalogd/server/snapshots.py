@@ -32,6 +32,7 @@ from subscriber.protocol import codec, wire
 from subscriber.protocol.keys import GLOBAL, database_of
 
 svc = idl.catalog_service
+PARK_MIN_S, PARK_MAX_S = 0.005, 0.1
 
 
 def wanted_databases(databases: Iterable[str] | None) -> set[str] | None:
@@ -83,6 +84,9 @@ class SnapshotJob:
     frames: Iterator[bytes]
     frame: bytes | None = None
     """The frame taken from ``frames`` but not yet sent."""
+    retry_at: float = 0.0
+    """Monotonic time before which the job is parked (its peer's pipe was full)."""
+    backoff: float = 0.0
 
     def next_frame(self) -> bytes | None:
         """The frame to send now: the unsent one again, else the next; None when done."""
@@ -93,6 +97,12 @@ class SnapshotJob:
     def sent(self) -> None:
         """The frame from :meth:`next_frame` went out; the next call moves on."""
         self.frame = None
+        self.backoff = 0.0
+
+    def park(self, now: float) -> None:
+        """The peer's pipe was full at ``now``: wait 5 ms, doubling up to 100 ms, then retry."""
+        self.backoff = min(PARK_MAX_S, max(PARK_MIN_S, self.backoff * 2))
+        self.retry_at = now + self.backoff
 
 
 def _ok() -> Any:

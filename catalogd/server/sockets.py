@@ -9,17 +9,22 @@ with sockets it owns; they keep no state of their own.
   peer can stall the loop.
 * The PUB socket is bound next to the ROUTER (``bind`` port + 1) unless
   ``pub_bind`` says otherwise; both are closed again if either bind fails.
+* With ``config.curve`` both are CURVE servers in the ``subscribers`` ZAP
+  domain (:mod:`catalogd.security`); :func:`rebind` drops every connection,
+  which is how a revoked key loses its live sessions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 import zmq
 
+from catalogd.security import curve
 from catalogd.server.config import ServerConfig
 from catalogd.server.ports import next_port_endpoint
 from catalogd.server.snapshots import SnapshotJob
@@ -53,6 +58,8 @@ def bind(context: zmq.Context, config: ServerConfig) -> Bound:
         router.setsockopt(zmq.MAXMSGSIZE, config.max_request_bytes)
         router.setsockopt(zmq.LINGER, 0)
         pub.setsockopt(zmq.SNDHWM, config.pub_hwm)
+        curve.apply(router, config.curve)
+        curve.apply(pub, config.curve)
         router.bind(config.bind)
         endpoint = router.getsockopt(zmq.LAST_ENDPOINT).decode()
         pub.bind(config.pub_bind or next_port_endpoint(endpoint))
@@ -63,6 +70,32 @@ def bind(context: zmq.Context, config: ServerConfig) -> Bound:
         raise
     advertised = advertised_endpoint(pub_endpoint, config.advertise_host)
     return Bound(router, pub, endpoint, pub_endpoint, advertised)
+
+
+def rebind(
+    context: zmq.Context, config: ServerConfig, bound: Bound, timeout_s: float = 5.0
+) -> Bound:
+    """Close ``bound``'s sockets and bind new ones on the same endpoints.
+
+    Closing a socket drops every connection it has: this is how a revoked key's
+    live sessions end (ZeroMQ has no per-peer disconnect on PUB). Connected
+    peers reconnect by themselves and pass ZAP again. The ports are freed
+    asynchronously by libzmq's I/O thread, so binding is retried briefly.
+
+    Raises:
+        zmq.ZMQError: the endpoints could not be bound again within ``timeout_s``.
+    """
+    bound.router.close(linger=0)
+    bound.pub.close(linger=0)
+    same = replace(config, bind=bound.endpoint, pub_bind=bound.pub_endpoint)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return bind(context, same)
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)  # the I/O thread has not released the port yet
 
 
 def advertised_endpoint(pub_endpoint: str, advertise_host: str | None) -> str:
@@ -79,12 +112,16 @@ def send_reply(router: zmq.Socket, identity: bytes, response: Any) -> None:
         router.send_multipart([identity, codec.pack(response)], zmq.NOBLOCK)
 
 
-def advance_jobs(router: zmq.Socket, jobs: list[SnapshotJob]) -> None:
-    """Send each streaming snapshot its next frame; a full pipe keeps it for the next turn.
+def advance_jobs(router: zmq.Socket, jobs: list[SnapshotJob], now: float) -> int:
+    """Send each streaming snapshot not parked at ``now`` its next frame; a full pipe
+    parks the job (:meth:`SnapshotJob.park`). Returns how many sends a full pipe refused.
 
     Finished jobs, and jobs whose peer went away, are removed from ``jobs``.
     """
+    refused = 0
     for job in list(jobs):
+        if job.retry_at > now:
+            continue
         frame = job.next_frame()
         if frame is None:
             jobs.remove(job)
@@ -92,10 +129,12 @@ def advance_jobs(router: zmq.Socket, jobs: list[SnapshotJob]) -> None:
         try:
             router.send_multipart([job.identity, frame], zmq.NOBLOCK, copy=False)
         except zmq.Again:
-            continue  # the peer's pipe is full: try again next turn
+            job.park(now)  # the peer's pipe is full: try again after a backoff
+            refused += 1
         except zmq.ZMQError as exc:
             if exc.errno != zmq.EHOSTUNREACH:
                 log.warning("snapshot send failed: %s", exc)
             jobs.remove(job)  # the subscriber went away
         else:
             job.sent()
+    return refused

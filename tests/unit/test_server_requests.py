@@ -14,6 +14,7 @@ import idl
 from catalogd.core.catalog import Catalog
 from catalogd.server import requests
 from catalogd.server.config import ServerStats
+from catalogd.server.members import Membership
 from catalogd.server.snapshots import SnapshotJob, snapshot_frames
 from catalogd.server.sockets import advertised_endpoint
 from subscriber.protocol import codec, wire
@@ -202,14 +203,18 @@ def test_a_priority_load_request_is_forwarded_as_a_value() -> None:
 
 def test_reports_are_recorded_and_goodbyes_forget_the_subscriber() -> None:
     catalog, stats = populated(), ServerStats()
+    members = Membership(stats.subscribers, ttl_s=10.0, max_members=100)
 
     def report(client: str, service: str, applied: int, now: float) -> requests.Outcome:
         msg = svc.TSubscriberReport(client_id=client, service_id=service, applied_version=applied)
         out = answer(svc.TRequest(report=msg), catalog, now=now)
         assert out.response is None  # reports are one-way
-        requests.record(stats, out)
+        requests.record(stats, out, members, client.encode(), now)
         return out
 
+    for client in ("c1", "c2"):
+        hello = answer(svc.TRequest(hello=svc.THello(client_id=client)), catalog)
+        requests.record(stats, hello, members, client.encode(), 99.0)
     report("c1", "svc-1", 5, 100.0)
     report("c2", "svc-1", 7, 101.0)
     assert stats.subscribers == {"c1": (5, 100.0), "c2": (7, 101.0)}
@@ -221,9 +226,10 @@ def test_reports_are_recorded_and_goodbyes_forget_the_subscriber() -> None:
 
 def test_counters_are_recorded() -> None:
     stats = ServerStats()
-    requests.record(stats, requests.Outcome(counter="snapshots"))
-    requests.record(stats, requests.Outcome(counter="catch_ups"))
-    requests.record(stats, requests.Outcome(counter="catch_ups"))
+    members = Membership(stats.subscribers, ttl_s=10.0, max_members=100)
+    for counter in ("snapshots", "catch_ups", "catch_ups"):
+        out = requests.Outcome(counter=counter)  # type: ignore[arg-type]
+        requests.record(stats, out, members, b"peer", 0.0)
     assert (stats.snapshots, stats.catch_ups, stats.garbage) == (1, 2, 0)
 
 
@@ -243,6 +249,7 @@ def test_request_handling_and_snapshots_load_no_io_threads_or_clock() -> None:
         "import idl\n"
         "base = set(sys.modules)\n"
         "import catalogd.server.requests, catalogd.server.snapshots, catalogd.server.config\n"
+        "import catalogd.server.members\n"
         "print(json.dumps(sorted(set(sys.modules) - base)))\n"
     )
     root = Path(__file__).resolve().parents[2]

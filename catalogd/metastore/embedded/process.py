@@ -5,11 +5,20 @@ Start-up checks Java (:mod:`.java`), writes ``hive-site.xml`` and
 (:mod:`.postgres`), compiles catalogd's listener with ``notification_events``
 (:mod:`catalogd.metastore.listener`), then runs the JVM (:mod:`.jvm`) on a port
 until a real ``get_all_databases`` call answers, retrying a free port another
-process took first. HMS 2.3 has no bind-host setting: it listens on every interface.
+process took first. HMS 2.3 has no bind-host setting (it would listen on every
+interface): with ``bind_loopback`` (default) a small Java agent binds it to
+127.0.0.1 (:mod:`.bind`); without a ``javac`` to build the agent it listens on
+every interface, and a warning says so.
+
+The JVM dies with its parent (:mod:`.lifeline`: a parent-death signal), and an
+orphaned HMS of the same data directory, left by a catalogd killed before, is
+stopped before starting. When Derby still refuses (another *running* HMS holds
+the database), the error says so, with its pid, and what to do.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import time
@@ -19,6 +28,12 @@ from pathlib import Path
 from types import TracebackType
 
 from catalogd.metastore import listener
+from catalogd.metastore.embedded.bind import (
+    LOOPBACK,
+    agent_flag,
+    agent_jar,
+    listening_addresses,
+)
 from catalogd.metastore.embedded.config import (
     Backend,
     DerbyBackend,
@@ -34,13 +49,23 @@ from catalogd.metastore.embedded.java import (
     minimum_java,
     tail_from,
 )
-from catalogd.metastore.embedded.jvm import class_data_flags, hms_command, probe, terminate
+from catalogd.metastore.embedded.jvm import (
+    MAIN_CLASS,
+    class_data_flags,
+    hms_command,
+    probe,
+    terminate,
+)
+from catalogd.metastore.embedded.lifeline import die_with_parent, holders, stop_stale
+from catalogd.metastore.embedded.mysql import MariaDbBackend
 from catalogd.metastore.embedded.postgres import create_postgres_schema
 from catalogd.server.ports import free_port
 from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
 __all__ = ["EmbeddedMetastore"]
 
+log = logging.getLogger(__name__)
+_DERBY_BOOTED = "Another instance of Derby may have already booted the database"
 _SYSTEMD_ONLY = frozenset({"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"})
 _PORT_IN_USE = "port in use"
 
@@ -60,7 +85,8 @@ class EmbeddedMetastore:
     catalogd's listener (needs ``javac``; its jar goes to ``cache_dir``, else to
     ``data_dir/lib``); ``extra_conf`` is applied after its settings. Not thread-safe:
     one owner starts and stops it. A forgotten instance is killed when the
-    interpreter exits.
+    interpreter exits; with ``die_with_parent`` (default) also when the thread
+    that started it dies, even by ``kill -9`` (see :mod:`.lifeline`).
     """
 
     def __init__(
@@ -77,6 +103,8 @@ class EmbeddedMetastore:
         jvm_args: Sequence[str] = (),
         startup_timeout_s: float = 120.0,
         stop_timeout_s: float = 30.0,
+        die_with_parent: bool = True,
+        bind_loopback: bool = True,
     ) -> None:
         self._data_dir = Path(data_dir).resolve()
         self._backend = backend
@@ -89,6 +117,11 @@ class EmbeddedMetastore:
         self._jvm_args = tuple(jvm_args)
         self._startup_timeout_s = startup_timeout_s
         self._stop_timeout_s = stop_timeout_s
+        self._die_with_parent = die_with_parent
+        self._bind_loopback = bind_loopback
+        self._agent: Path | None = None
+        self.stale_stopped: list[int] = []
+        """Pids of orphaned HMS JVMs of this data directory stopped by the last start."""
         self._proc: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
         self._archive: tuple[Path, Path] | None = None  # (being written, final)
@@ -200,7 +233,32 @@ class EmbeddedMetastore:
                 cache_dir=self._cache_dir,
                 timeout_s=max(1.0, deadline - time.monotonic()),
             )
+        elif isinstance(self._backend, MariaDbBackend):
+            classpath.append(str(self._backend.driver_jar))
+            self._backend.prepare(
+                java=self._java,
+                work_dir=self.conf_dir,
+                cache_dir=self._cache_dir,
+                timeout_s=max(1.0, deadline - time.monotonic()),
+            )
+        if self._bind_loopback:
+            try:
+                self._agent = agent_jar(
+                    jars,
+                    self._cache_dir or self._data_dir / "lib",
+                    java=self._java,
+                    timeout_s=max(1.0, deadline - time.monotonic()),
+                )
+            except MetastoreUnavailableError as exc:
+                log.warning("%s; the embedded Hive Metastore listens on every interface", exc)
         self._write_conf()
+        self.stale_stopped = stop_stale(self._data_dir, MAIN_CLASS, self._stop_timeout_s)
+        if self.stale_stopped:
+            log.warning(
+                "stopped a stale Hive Metastore (pid %s) of %s, left by a catalogd that died",
+                ", ".join(map(str, self.stale_stopped)),
+                self._data_dir,
+            )
         attempts = 3 if self._requested_port is None else 1
         for attempt in range(attempts):
             port = self._requested_port or free_port()
@@ -208,6 +266,13 @@ class EmbeddedMetastore:
             outcome = self._launch(command, port, deadline)
             if outcome is None:
                 self.startup_seconds = time.monotonic() - started
+                if self._agent is not None and listening_addresses(port) - {LOOPBACK}:
+                    log.warning(
+                        "the embedded Hive Metastore listens beyond loopback on port %d "
+                        "(see %s for why the bind agent failed)",
+                        port,
+                        self._data_dir / "logs" / "hms.out",
+                    )
                 return self
             if outcome != _PORT_IN_USE:
                 raise MetastoreUnavailableError(outcome)
@@ -216,6 +281,22 @@ class EmbeddedMetastore:
                     f"cannot start the Hive Metastore: port {port} is in use"
                 )
         raise AssertionError("unreachable")
+
+    def restart(self) -> EmbeddedMetastore:
+        """Start again on the same port after the JVM died (or stop it first); returns self.
+
+        Raises:
+            MetastoreUnavailableError: as :meth:`start`.
+        """
+        self.stop()
+        if self._port is not None:
+            self._requested_port = self._port  # clients keep the address
+        return self.start()
+
+    @property
+    def exit_code(self) -> int | None:
+        """The JVM's exit code once it exited by itself; None while it runs or if stopped."""
+        return None if self._proc is None else self._proc.poll()
 
     def stop(self) -> None:
         """Stop the HMS: SIGTERM, then SIGKILL after stop_timeout_s. Idempotent; blocks."""
@@ -248,9 +329,25 @@ class EmbeddedMetastore:
         site.write_text(render_hive_site(props))
         (self.conf_dir / "log4j2.properties").write_text(render_log4j2(str(self.log_path)))
 
+    def _derby_in_use(self) -> str:
+        others = [h for h in holders(self._data_dir, MAIN_CLASS) if h.pid != os.getpid()]
+        who = (
+            ", ".join(f"pid {h.pid} (started by: {h.parent_command[:80]})" for h in others)
+            or "a process this user cannot see"
+        )
+        return (
+            f"the Derby database {self._data_dir / 'metastore_db'} is in use by another "
+            f"running Hive Metastore: {who}. Stop that catalogd (or process), or give this "
+            "one another --data-dir; Derby admits one Hive Metastore per database."
+        )
+
     def _command(self, classpath: str, version_text: str) -> list[str]:
         flags = [*FAST_START_FLAGS] if self._fast_start else []
         flags += self._jvm_args
+        if self._agent is not None:
+            flags.append(agent_flag(self._agent))
+            # AppCDS refuses to write an archive with an agent loaded unless told to.
+            flags += ["-XX:+UnlockDiagnosticVMOptions", "-XX:+AllowArchivingWithJavaAgent"]
         if self._fast_start and self._cache_dir is not None:
             cds_flags, self._archive = class_data_flags(
                 self._cache_dir, classpath, version_text, flags, id(self)
@@ -277,6 +374,7 @@ class EmbeddedMetastore:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=die_with_parent if self._die_with_parent else None,  # noqa: PLW1509
             )
         self._proc, self._port = proc, port
         self._finalizer = weakref.finalize(self, terminate, proc, 5.0)
@@ -287,6 +385,8 @@ class EmbeddedMetastore:
                 log = tail_from(self.log_path, log_offset) + "\n" + tail_from(out_path, 0, 15)
                 if "Address already in use" in log or "Could not create ServerSocket" in log:
                     return _PORT_IN_USE
+                if _DERBY_BOOTED in log:
+                    return self._derby_in_use()
                 return (
                     f"the Hive Metastore exited with code {proc.returncode} during start-up"
                     f"; end of {self.log_path}:\n{log}"
