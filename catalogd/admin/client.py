@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import getpass
 import json
+import time
 from typing import Any
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 import idl
+from subscriber import curve
+from subscriber.curve import ClientKeys
 from subscriber.protocol import codec
 from subscriber.protocol.errors import ProtocolError, UnavailableError
 
@@ -22,36 +26,84 @@ class AdminClient:
         endpoint: catalogd's admin address, e.g. ``tcp://127.0.0.1:26502``.
         timeout_s: how long to wait for an answer (add the sync timeout when
             using ``sync``).
+        keys: CURVE keys (:func:`subscriber.curve.client_keys`) when catalogd
+            uses them; catalogd then records the key's name as the requester.
     """
 
     def __init__(
-        self, endpoint: str, *, timeout_s: float = 60.0, context: zmq.Context | None = None
+        self,
+        endpoint: str,
+        *,
+        timeout_s: float = 60.0,
+        context: zmq.Context | None = None,
+        keys: ClientKeys | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.timeout_s = timeout_s
+        self.keys = keys
         self._context = context or zmq.Context.instance()
 
     def call(self, command: int, **fields: Any) -> Any:
         """Send ``TAdminRequest(command, **fields)``; return the ``TAdminResponse``.
 
+        HA: a standby answers UNAVAILABLE naming the active's admin endpoint; the
+        command is then sent there (at most twice more; ``endpoint`` is updated).
+
         Raises:
+            AuthenticationError: catalogd refused the key (or the server key is wrong).
             UnavailableError: no answer within the timeout (catalogd down or busy).
             ProtocolError: the answer does not decode.
         """
         fields.setdefault("requester", _requester())
         request = svc.TAdminRequest(command=command, **fields)
+        response = self._call_once(request)
+        for _ in range(2):
+            active = _active_admin(response)
+            if not active or active == self.endpoint:
+                break
+            self.endpoint = active
+            response = self._call_once(request)
+        return response
+
+    def _call_once(self, request: Any) -> Any:
         sock = self._context.socket(zmq.REQ)
+        monitor = sock.get_monitor_socket(curve.HANDSHAKE_EVENTS)
         sock.setsockopt(zmq.LINGER, 0)
         try:
+            curve.apply(sock, self.keys)
             sock.connect(self.endpoint)
             sock.send(codec.pack(request))
-            if not sock.poll(int(self.timeout_s * 1000)):
-                raise UnavailableError(
-                    f"no answer from catalogd at {self.endpoint} within {self.timeout_s:g}s"
-                )
-            return codec.unpack(svc.TAdminResponse, sock.recv())
+            poller = zmq.Poller()
+            poller.register(sock, zmq.POLLIN)
+            poller.register(monitor, zmq.POLLIN)
+            deadline = time.monotonic() + self.timeout_s
+            while (left := deadline - time.monotonic()) > 0:
+                ready = dict(poller.poll(int(left * 1000) + 1))
+                if sock in ready:
+                    return codec.unpack(svc.TAdminResponse, sock.recv())
+                if monitor in ready:
+                    failure = curve.handshake_failure(
+                        recv_monitor_message(monitor), self.endpoint, with_keys=bool(self.keys)
+                    )
+                    if failure is not None:
+                        raise failure
+            raise UnavailableError(
+                f"no answer from catalogd at {self.endpoint} within {self.timeout_s:g}s"
+            )
         finally:
+            sock.disable_monitor()
+            monitor.close(linger=0)
             sock.close(linger=0)
+
+
+def _active_admin(response: Any) -> str:
+    """The active's admin endpoint a standby's answer names ("" when none)."""
+    if response.status.code != svc.TStatusCode.UNAVAILABLE or not response.detail_json:
+        return ""
+    try:
+        return str(json.loads(response.detail_json).get("active_admin") or "")
+    except (ValueError, AttributeError):
+        return ""
 
 
 def _requester() -> str:

@@ -14,7 +14,9 @@
     ├── CatalogTimeoutError           a bounded wait ran out (wait_for_version, ...)
     ├── ForkedProcessError            a subscriber used in a forked child process
     ├── UnavailableError              a peer cannot be reached
-    │   └── MetastoreUnavailableError the Hive Metastore cannot be reached
+    │   ├── MetastoreUnavailableError the Hive Metastore cannot be reached
+    │   ├── AuthenticationError       CURVE handshake failed (key refused, wrong server key)
+    │   └── NotActiveError            [HA] this catalogd is a standby or lost its lease
     └── MetastoreError                the Hive Metastore answered with an error
 
 The classes are defined here, except ``VersionGapError``
@@ -70,6 +72,22 @@ class UnavailableError(CatalogError, ConnectionError):
 
 class MetastoreUnavailableError(UnavailableError):
     """The Hive Metastore at the named address cannot be reached."""
+
+
+class AuthenticationError(UnavailableError):
+    """The CURVE handshake failed: our key is not allowed, or the server key is wrong."""
+
+
+class NotActiveError(UnavailableError):
+    """This catalogd is not the active one (a standby, or fenced after losing its lease).
+
+    ``active_admin`` is the active's admin endpoint when known ("" otherwise); it is
+    not pickled (only the message is), which is all a redirect needs in-process.
+    """
+
+    def __init__(self, message: str = "", active_admin: str = "") -> None:
+        super().__init__(message)
+        self.active_admin = active_admin
 
 
 class MetastoreError(CatalogError):
