@@ -6,7 +6,8 @@ session) and by developers (``python -m catalogd.metastore.embedded``).
 Backends: :class:`DerbyBackend` (default: ``data_dir/metastore_db``, tables made
 by the HMS itself) or :class:`PostgresBackend` (an existing, possibly empty
 database; its schema is created before the HMS starts, because letting the HMS
-create PostgreSQL tables lazily deadlocks Spark's first ``CREATE TABLE``).
+create PostgreSQL tables lazily deadlocks Spark's first ``CREATE TABLE``), or
+:class:`MariaDbBackend` (:mod:`.mysql`: a MariaDB/MySQL database, schema made the same way).
 
 Start-up is dominated by JVM class loading. With ``fast_start`` the JVM runs the
 C1 compiler only with the serial GC, and with a ``cache_dir`` it keeps an AppCDS
@@ -47,6 +48,7 @@ from catalogd.metastore.embedded.config import (
 )
 from catalogd.metastore.embedded.java import FAST_START_FLAGS, find_pyspark_jars, java_version
 from catalogd.metastore.embedded.jvm import MAIN_CLASS
+from catalogd.metastore.embedded.mysql import MariaDbBackend
 from catalogd.metastore.embedded.postgres import (
     POSTGRES_EXTRA_DDL,
     SCHEMA_VERSION,
@@ -60,6 +62,7 @@ __all__ = [
     "FAST_START_FLAGS",
     "LOG4J2_TEMPLATE",
     "MAIN_CLASS",
+    "MariaDbBackend",
     "POSTGRES_EXTRA_DDL",
     "SCHEMA_VERSION",
     "Backend",

@@ -19,6 +19,8 @@ from pathlib import Path
 from string import Template
 from xml.sax.saxutils import escape
 
+from catalogd.metastore.embedded.mysql import MariaDbBackend
+
 __all__ = [
     "LOG4J2_TEMPLATE",
     "Backend",
@@ -106,7 +108,7 @@ class PostgresBackend:
         }
 
 
-Backend = DerbyBackend | PostgresBackend
+Backend = DerbyBackend | PostgresBackend | MariaDbBackend
 
 
 def _libpq_quote(value: str) -> str:

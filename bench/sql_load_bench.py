@@ -1,0 +1,237 @@
+"""Loading by SQL (``--hms-db``) vs by HMS Thrift, and SQL change detection cost.
+
+::
+
+    .venv/bin/python bench/sql_load_bench.py [--quick sizes: see run_all.py]
+
+Both catalogs are written straight into throwaway PostgreSQL databases with SQL
+inserts (``support/sql_catalog.py``: ``INSERT ... SELECT generate_series``, in
+the rows HMS itself writes), kept in PostgreSQL between runs and rebuilt when
+their shape changes:
+
+1. **large** (``--large-tables`` x ``--large-per-table`` partitions, 1,000,000 at
+   full size): catalogd's SQL source loads it to *published* (in-process server,
+   ``Operations`` and the table loader pool, as ``catalogd serve``), reporting
+   partitions/s and peak RSS growth per partition (measured first, in a fresh
+   process); then the cost of one SQL fingerprint pass (what change detection
+   runs every interval).
+2. **medium** (``--tables`` x ``--per-table`` + one ``big`` table of ``--big``
+   partitions): a real HMS 2.3 runs on that database; the full load to
+   published through HMS Thrift and through SQL, same pipeline, and one Thrift
+   polling pass (every table and partition name) vs one SQL fingerprint pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from support import sql_catalog
+from support.measure import Result, add_output_argument, cpu_note, finish, peak_rss_bytes, rss_bytes
+
+from catalogd.freshness.operations import Operations
+from catalogd.freshness.polling import Poller
+from catalogd.freshness.sql_detection import SqlPoller
+from catalogd.freshness.table_loader import TableLoader
+from catalogd.metastore.client import MetastoreClient
+from catalogd.metastore.embedded import EmbeddedMetastore, PostgresBackend
+from catalogd.metastore.source import MetastoreSource, ThriftSource
+from catalogd.metastore.sql import SqlSource
+from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.status import read_shape
+
+
+def pg_url(database: str) -> str:
+    return f"postgresql+psycopg://postgres@127.0.0.1:5432/{database}"
+
+
+@contextmanager
+def published(
+    factory: Callable[[], MetastoreSource], pool: int
+) -> Iterator[tuple[float, Operations, int]]:
+    """Load everything as ``catalogd serve`` does; yields (seconds to published, ops,
+    partitions published)."""
+    with ExitStack() as stack:
+        server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*"))
+        ops = Operations(server, factory)
+        stack.callback(ops.close)
+        started = time.monotonic()
+        ops.load_names()
+        server.start()
+        stack.callback(server.close)
+        loader = TableLoader(ops, pool_size=pool).start()
+        stack.callback(loader.close)
+        loader.enqueue_unloaded()
+        assert loader.wait_idle(7200), "load did not finish"
+        seconds = time.monotonic() - started
+        yield seconds, ops, read_shape(server).objects_by_type.get("HDFS_PARTITION", 0)
+
+
+class _NoActions:
+    def relist(self, db: str) -> None: ...
+
+    def reload(self, db: str, table: str) -> None: ...
+
+    def refresh_partitions(self, db: str, table: str, names: list[str]) -> None: ...
+
+
+def sql_pass(ops: Operations) -> tuple[float, int]:
+    """One SQL fingerprint pass (after a baseline): (seconds, SQL round trips)."""
+    poller = SqlPoller(ops)
+    poller.attach(lambda fn, *args: fn(*args), _NoActions())
+    poller.baseline()
+    before = poller.queries
+    started = time.monotonic()
+    poller.cycle()
+    return time.monotonic() - started, poller.queries - before
+
+
+def thrift_pass(ops: Operations) -> tuple[float, int]:
+    """One Thrift polling pass over every table: (seconds, HMS calls)."""
+    calls = 0
+
+    def call(fn: Callable[..., Any], *args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return fn(*args)
+
+    started = time.monotonic()
+    Poller(ops, call, _NoActions()).cycle(10**9)
+    return time.monotonic() - started, calls
+
+
+def ensure(database: str, args: argparse.Namespace, **shape: int) -> list[Result]:
+    expected = shape["tables"] * shape["per_table"] + shape["big"]
+    if sql_catalog.built_partitions(database) == expected:
+        return []
+    print(f"building {database}: {shape} by SQL inserts")
+    seconds = sql_catalog.build(
+        database,
+        warehouse=f"file:{args.data_dir}/warehouse",
+        work_dir=args.data_dir / "work",
+        cache_dir=args.data_dir / "cache",
+        **shape,
+    )
+    return [
+        Result(
+            f"build {database} by SQL inserts",
+            expected / seconds,
+            "partitions/s",
+            note=f"{expected} partitions in {seconds:.1f} s",
+        )
+    ]
+
+
+def run(args: argparse.Namespace) -> list[Result]:
+    results: list[Result] = []
+    large, medium = "catalogd_bench_sql_large", "catalogd_bench_sql_medium"
+    if args.quick_names:
+        large, medium = large + "_quick", medium + "_quick"
+    results += ensure(large, args, tables=args.large_tables, per_table=args.large_per_table, big=0)
+    n_large = args.large_tables * args.large_per_table
+    gc.collect()
+    rss_before = rss_bytes()
+    with published(lambda: SqlSource(pg_url(large)), args.pool_size) as (seconds, ops, parts):
+        assert parts == n_large, (parts, n_large)
+        peak = peak_rss_bytes() - rss_before
+        print(f"  large by SQL: {parts} partitions to published in {seconds:.1f} s")
+        fp_s, fp_q = sql_pass(ops)
+    results += [
+        Result(
+            "SQL source: partitions/s to published (large)",
+            parts / seconds,
+            "partitions/s",
+            target=20_000,
+            goal="min",
+            note=f"{parts} partitions in {seconds:.1f} s, {args.pool_size} loaders",
+        ),
+        Result(
+            "catalogd peak RSS growth per partition (large, SQL)",
+            peak / parts,
+            "bytes/partition",
+            note=f"{peak / 2**20:.0f} MiB over {parts} partitions",
+        ),
+        Result(
+            "SQL fingerprint pass (large)",
+            fp_s * 1000,
+            "ms",
+            note=f"{fp_q} source round trips, {parts} partitions",
+        ),
+    ]
+    gc.collect()
+
+    results += ensure(medium, args, tables=args.tables, per_table=args.per_table, big=args.big)
+    n_medium = args.tables * args.per_table + args.big
+    with EmbeddedMetastore(
+        args.data_dir / "hms-medium", backend=PostgresBackend(database=medium), fast_start=False
+    ) as hms:
+        with published(
+            lambda: ThriftSource(MetastoreClient(hms.uri, timeout_s=600)), args.pool_size
+        ) as (
+            thrift_s,
+            ops,
+            parts,
+        ):
+            assert parts == n_medium, (parts, n_medium)
+            poll_s, poll_calls = thrift_pass(ops)
+        print(f"  medium by Thrift: {n_medium} partitions in {thrift_s:.1f} s")
+        with published(lambda: SqlSource(pg_url(medium)), args.pool_size) as (sql_s, ops, parts):
+            assert parts == n_medium, (parts, n_medium)
+            fp_s, fp_q = sql_pass(ops)
+        print(f"  medium by SQL: {n_medium} partitions in {sql_s:.1f} s")
+    shape_note = f"{args.tables}x{args.per_table} + {args.big} partitions"
+    results += [
+        Result("Thrift source: full load to published (medium)", thrift_s, "s", note=shape_note),
+        Result("SQL source: full load to published (medium)", sql_s, "s", note=shape_note),
+        Result(
+            "SQL vs Thrift full load speed-up",
+            thrift_s / sql_s,
+            "x",
+            target=5,
+            goal="min",
+            note=f"{n_medium / sql_s:,.0f} vs {n_medium / thrift_s:,.0f} partitions/s",
+        ),
+        Result(
+            "Thrift polling pass (medium)",
+            poll_s * 1000,
+            "ms",
+            note=f"{poll_calls} HMS calls",
+        ),
+        Result(
+            "SQL fingerprint pass (medium)",
+            fp_s * 1000,
+            "ms",
+            note=f"{fp_q} source round trips; {poll_s / fp_s:.0f}x cheaper than Thrift polling",
+        ),
+    ]
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tables", type=int, default=100)
+    parser.add_argument("--per-table", type=int, default=100)
+    parser.add_argument("--big", type=int, default=100_000)
+    parser.add_argument("--large-tables", type=int, default=100)
+    parser.add_argument("--large-per-table", type=int, default=10_000)
+    parser.add_argument("--pool-size", type=int, default=4)
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "catalogd-bench-sql"
+    )
+    parser.add_argument(
+        "--quick-names", action="store_true", help="use the *_quick databases (small sizes)"
+    )
+    add_output_argument(parser)
+    args = parser.parse_args(argv)
+    print(cpu_note())
+    return finish("SQL source vs Thrift source", run(args), args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

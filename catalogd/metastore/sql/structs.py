@@ -1,0 +1,175 @@
+# ruff: noqa: SIM300  (UPPER_CASE schema columns look like constants to ruff: `col == value` is right)
+"""HMS Thrift structs assembled from backing-database rows, set by set.
+
+Each function here runs a fixed number of queries for a whole *set* of objects
+(never one per object): the set is given as a SQLAlchemy ``Select`` of ids
+(storage descriptor ids, partition ids), used as a sub-query, so the database
+does the join and no id list crosses the wire.
+
+The structs are built the way HMS 2.3 builds them for its Thrift answers
+(``ObjectStore.convertTo*`` and ``MetaStoreDirectSql``): lists ordered by
+``INTEGER_IDX``, empty maps and lists rather than None, enums from their names,
+privileges left unset. Maps are filled in key order (HMS answers in Java
+``HashMap`` order; :mod:`catalogd.metastore.convert` sorts maps, so both give
+the same bytes).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import Table, select
+from sqlalchemy.engine import Connection
+
+import idl
+from catalogd.metastore.sql import schema as s
+
+hms = idl.hive_metastore
+
+__all__ = ["as_bool", "params_of", "principal_type", "storage_descriptors"]
+
+
+def as_bool(value: Any) -> bool:
+    """A database boolean as Python: PostgreSQL bool, MySQL BIT(1) bytes, 0/1, 'Y'/'N'."""
+    if isinstance(value, bytes | bytearray):
+        return any(value)
+    if isinstance(value, str):
+        return value.strip().upper() in ("Y", "1", "T", "TRUE")
+    return bool(value)
+
+
+def principal_type(name: str | None) -> int | None:
+    """``PrincipalType`` value of a stored name (``USER``/``ROLE``/``GROUP``), or None."""
+    return getattr(hms.PrincipalType, name, None) if name else None
+
+
+def params_of(conn: Connection, table: Table, owner_ids: Any) -> dict[int, dict[str, str]]:
+    """``{owner id: {key: value}}`` from a ``*_PARAMS`` table for the owners in ``owner_ids``.
+
+    Every owner in the result has a dict; owners without parameters are absent
+    (callers default to ``{}``).
+    """
+    owner = table.c[0]
+    rows = conn.execute(
+        select(owner, table.c.PARAM_KEY, table.c.PARAM_VALUE)
+        .where(owner.in_(owner_ids))
+        .order_by(owner, table.c.PARAM_KEY)
+    )
+    result: dict[int, dict[str, str]] = defaultdict(dict)
+    for oid, key, value in rows.all():
+        result[oid][key] = value
+    return result
+
+
+def _indexed(
+    conn: Connection, owner: Any, value: Any, idx: Any, where: Any
+) -> dict[int, list[Any]]:
+    """``{owner: [value, ...]}`` ordered by ``INTEGER_IDX``."""
+    result: dict[int, list[Any]] = defaultdict(list)
+    for oid, item in conn.execute(select(owner, value).where(where).order_by(owner, idx)).all():
+        result[oid].append(item)
+    return result
+
+
+def columns_of(conn: Connection, cd_ids: Any) -> dict[int, list[Any]]:
+    """``{CD_ID: [FieldSchema, ...]}`` for the column descriptors in ``cd_ids``."""
+    c = s.COLUMNS_V2.c
+    result: dict[int, list[Any]] = defaultdict(list)
+    rows = conn.execute(
+        select(c.CD_ID, c.COLUMN_NAME, c.TYPE_NAME, c.COMMENT)
+        .where(c.CD_ID.in_(cd_ids))
+        .order_by(c.CD_ID, c.INTEGER_IDX)
+    )
+    for cd_id, name, type_, comment in rows.all():
+        result[cd_id].append(hms.FieldSchema(name=name, type=type_, comment=comment))
+    return result
+
+
+def storage_descriptors(conn: Connection, sd_ids: Any) -> dict[int, Any]:
+    """``{SD_ID: StorageDescriptor}`` for the descriptors in ``sd_ids``, in 8 queries.
+
+    Column lists are shared between descriptors of the same column descriptor
+    (``CD_ID``): treat them as read-only.
+    """
+    sd, serde = s.SDS.c, s.SERDES.c
+    rows = conn.execute(
+        select(
+            sd.SD_ID,
+            sd.CD_ID,
+            sd.INPUT_FORMAT,
+            sd.IS_COMPRESSED,
+            sd.IS_STOREDASSUBDIRECTORIES,
+            sd.LOCATION,
+            sd.NUM_BUCKETS,
+            sd.OUTPUT_FORMAT,
+            sd.SERDE_ID,
+            serde.NAME,
+            serde.SLIB,
+        )
+        .select_from(s.SDS.outerjoin(s.SERDES, sd.SERDE_ID == serde.SERDE_ID))
+        .where(sd.SD_ID.in_(sd_ids))
+    ).all()
+    if not rows:
+        return {}
+    sd_params = params_of(conn, s.SD_PARAMS, sd_ids)
+    serde_params = params_of(
+        conn, s.SERDE_PARAMS, select(sd.SERDE_ID).where(sd.SD_ID.in_(sd_ids)).scalar_subquery()
+    )
+    cols = columns_of(conn, select(sd.CD_ID).where(sd.SD_ID.in_(sd_ids)).scalar_subquery())
+    b, o, k = s.BUCKETING_COLS.c, s.SORT_COLS.c, s.SKEWED_COL_NAMES.c
+    buckets = _indexed(conn, b.SD_ID, b.BUCKET_COL_NAME, b.INTEGER_IDX, b.SD_ID.in_(sd_ids))
+    sorts: dict[int, list[Any]] = defaultdict(list)
+    for sd_id, col, order in conn.execute(
+        select(o.SD_ID, o.COLUMN_NAME, o.ORDER)
+        .where(o.SD_ID.in_(sd_ids))
+        .order_by(o.SD_ID, o.INTEGER_IDX)
+    ).all():
+        sorts[sd_id].append(hms.Order(col=col, order=order))
+    skewed_names = _indexed(conn, k.SD_ID, k.SKEWED_COL_NAME, k.INTEGER_IDX, k.SD_ID.in_(sd_ids))
+    skewed_values = _skewed_values(conn, sd_ids)
+    result = {}
+    for row in rows:
+        sd_id = row.SD_ID
+        result[sd_id] = hms.StorageDescriptor(
+            cols=cols.get(row.CD_ID, []) if row.CD_ID is not None else None,
+            location=row.LOCATION,
+            inputFormat=row.INPUT_FORMAT,
+            outputFormat=row.OUTPUT_FORMAT,
+            compressed=as_bool(row.IS_COMPRESSED),
+            numBuckets=row.NUM_BUCKETS,
+            serdeInfo=hms.SerDeInfo(
+                name=row.NAME,
+                serializationLib=row.SLIB,
+                parameters=dict(serde_params.get(row.SERDE_ID, {})),
+            )
+            if row.SERDE_ID is not None
+            else None,
+            bucketCols=buckets.get(sd_id, []),
+            sortCols=sorts.get(sd_id, []),
+            parameters=dict(sd_params.get(sd_id, {})),
+            skewedInfo=hms.SkewedInfo(
+                skewedColNames=skewed_names.get(sd_id, []),
+                skewedColValues=skewed_values.get(sd_id, []),
+            ),
+            storedAsSubDirectories=as_bool(row.IS_STOREDASSUBDIRECTORIES),
+        )
+    return result
+
+
+def _skewed_values(conn: Connection, sd_ids: Any) -> dict[int, list[list[str]]]:
+    v, lv = s.SKEWED_VALUES.c, s.SKEWED_STRING_LIST_VALUES.c
+    rows = conn.execute(
+        select(v.SD_ID_OID, v.INTEGER_IDX, lv.STRING_LIST_VALUE)
+        .select_from(
+            s.SKEWED_VALUES.join(
+                s.SKEWED_STRING_LIST_VALUES, v.STRING_LIST_ID_EID == lv.STRING_LIST_ID
+            )
+        )
+        .where(v.SD_ID_OID.in_(sd_ids))
+        .order_by(v.SD_ID_OID, v.INTEGER_IDX, lv.INTEGER_IDX)
+    )
+    lists: dict[int, dict[int, list[str]]] = defaultdict(dict)
+    for sd_id, idx, value in rows.all():
+        lists[sd_id].setdefault(idx, []).append(value)
+    return {sd_id: [by_idx[i] for i in sorted(by_idx)] for sd_id, by_idx in lists.items()}
