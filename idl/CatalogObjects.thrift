@@ -213,7 +213,8 @@ struct TColumn {
 // ---------------------------------------------------------------- HDFS tables
 
 struct THdfsFileDesc {
-  // A FlatBuffer (Impala's common/fbs/CatalogObjects.fbs); opaque here.
+  // Impala: a FlatBuffer (common/fbs/CatalogObjects.fbs). catalogd: its own compact
+  // encoding of path, length and mtime (subscriber/protocol/files.py).
   1: required binary file_desc_data
   2: optional binary file_metadata
 }
@@ -271,6 +272,12 @@ struct THdfsPartition {
   27: optional THdfsStorageDescriptor hdfs_storage_descriptor
   // catalogd: the pool this partition is marked cached in (with is_marked_cached).
   100: optional string cache_pool_name
+  // catalogd: the HMS Partition as HMS returned it, so an HMS endpoint can
+  // answer with it field for field. To save space parameters is unset (see
+  // hms_parameters), and so is every sd field equal to the table's sd: bit
+  // (1 << field id) of hms_sd_inherited says which (rebuilt from the table).
+  101: optional hive_metastore.Partition hms_partition
+  102: optional i32 hms_sd_inherited
 }
 
 // THdfsPartition.id of a table's prototype partition.

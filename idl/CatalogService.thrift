@@ -133,6 +133,9 @@ struct TCatchUpRequest {
 struct TLoadTableRequest {
   1: required string db_name
   2: required string tbl_name
+  // Reload it even when loaded (a write was made through an HMS endpoint);
+  // with tbl_name "" reload the database's table names and functions.
+  3: optional bool reload
 }
 
 // A subscriber's acknowledgement of the version it has applied.

@@ -7,6 +7,8 @@
 
 namespace java org.apache.impala.thrift
 
+include "hive_metastore.thrift"
+
 enum TPrimitiveType {
   INVALID_TYPE = 0
   NULL_TYPE = 1
@@ -130,6 +132,8 @@ struct TFunction {
   10: optional TAggregateFunction aggregate_fn
   11: optional bool is_persistent
   12: optional i64 last_modified_time
+  // catalogd: the HMS Function as HMS returned it (for HMS endpoints).
+  100: optional hive_metastore.Function hms_function
 }
 
 // One value of any scalar type; at most one field is set (none for NULL).

@@ -1,7 +1,12 @@
-"""``python -m subscriber watch tcp://host:26500 [--databases a,b]``
+"""``python -m subscriber watch tcp://a:26500 [tcp://b:26500] [--databases a,b]``
+``[--server-key F --key F]``
 
 Prints every change the subscriber applies, with its version, as it happens
-(the ``kcat`` of the catalog): a debugging tool. Ctrl-C stops it.
+(the ``kcat`` of the catalog): a debugging tool. Ctrl-C stops it. Several
+endpoints (an HA pair): it follows the active one and says when it moves.
+
+``python -m subscriber metastore --catalogd tcp://host:26500 --upstream thrift://hms:9083``
+serves an HMS endpoint from the cache: see :mod:`subscriber.metastore.cli`.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Sequence
 
 from subscriber.api import CatalogSubscriber
 from subscriber.cache import ChangeEvent
+from subscriber.metastore import cli as metastore_cli
 from subscriber.protocol.errors import CatalogError
 
 
@@ -24,7 +30,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     watch = commands.add_parser("watch", help="print each applied change as it happens")
-    watch.add_argument("endpoint", help="catalogd address, e.g. tcp://127.0.0.1:26500")
+    watch.add_argument(
+        "endpoint",
+        nargs="+",
+        help="catalogd address, e.g. tcp://127.0.0.1:26500; several for an HA pair",
+    )
     watch.add_argument("--databases", help="comma-separated databases to follow (default: all)")
     watch.add_argument(
         "--sync-timeout", type=float, default=30.0, help="seconds to wait for the first sync"
@@ -32,11 +42,20 @@ def _parser() -> argparse.ArgumentParser:
     watch.add_argument(
         "--initial", action="store_true", help="also print every object of the first snapshot"
     )
+    watch.add_argument(
+        "--server-key", metavar="FILE", help="catalogd's public CURVE key file (server.key)"
+    )
+    watch.add_argument(
+        "--key", metavar="FILE", help="this client's secret CURVE key file (NAME.key_secret)"
+    )
+    metastore_cli.add_parser(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "metastore":
+        return metastore_cli.run(args)
     databases = (
         [d.strip() for d in args.databases.split(",") if d.strip()] if args.databases else None
     )
@@ -51,23 +70,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.write(f"{event.version:>10} {event.kind.value:<8} {event.key}\n")
             out.flush()
 
-    sub = CatalogSubscriber(args.endpoint, databases=databases)
+    try:
+        sub = CatalogSubscriber(
+            args.endpoint, databases=databases, server_key=args.server_key, client_key=args.key
+        )
+    except CatalogError as exc:
+        print(f"watch: {exc}", file=sys.stderr)
+        return 2
     sub.add_listener(show)
     try:
         sub.start()
         try:
             sub.wait_synced(args.sync_timeout)
         except CatalogError as exc:
-            print(f"watch: {exc}", file=sys.stderr)
+            why = f" ({sub.last_error})" if sub.last_error is not None else ""
+            print(f"watch: {exc}{why}", file=sys.stderr)
             return 3
         synced.set()
         out.write(
-            f"# synced to {args.endpoint}: service {sub.service_id}, version {sub.version}, "
+            f"# synced to {' '.join(args.endpoint)}: service {sub.service_id}, "
+            f"version {sub.version}, "
             f"{sum(len(sub.list_tables(db)) for db in sub.list_databases())} tables\n"
         )
         out.flush()
         stale = False
+        service = sub.service_id
         while not stop.wait(0.5):
+            if sub.service_id != service:
+                service = sub.service_id
+                out.write(f"# now following service {service} (version {sub.version})\n")
+                out.flush()
             if sub.is_stale != stale:
                 stale = sub.is_stale
                 state = "stale: no heartbeat" if stale else "live again"

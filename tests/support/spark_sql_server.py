@@ -6,9 +6,10 @@ to the session HMS; a test that needs Spark against another HMS runs this progra
     python spark_sql_server.py THRIFT_URI WAREHOUSE_DIR WORK_DIR [KEY=VALUE ...]
 
 It prints ``{"ready": seconds}`` once the session is up, then for each line on stdin
-(a JSON string holding one statement) runs it and prints ``{"ok": seconds}`` or
-``{"error": message}``. Extra ``KEY=VALUE`` arguments are Spark settings. It exits at
-end of input. :class:`SparkSql` drives it from a test.
+(a JSON string holding one statement, or ``@getTable NAME``-style catalog calls) runs
+it and prints ``{"ok": seconds, "rows": [...]}`` or ``{"error": message}``. Extra
+``KEY=VALUE`` arguments are Spark settings. It exits at end of input. :class:`SparkSql`
+drives it from a test.
 """
 
 from __future__ import annotations
@@ -48,13 +49,22 @@ class SparkSql:
 
     def sql(self, statement: str, timeout: float = 120.0) -> float:
         """Run one statement; returns Spark's seconds. Raises AssertionError on failure."""
+        return self.query(statement, timeout)[0]
+
+    def query(self, statement: str, timeout: float = 120.0) -> tuple[float, list[list[str]]]:
+        """Run one statement; returns Spark's seconds and its first 1,000 rows (as
+        strings). Raises AssertionError on failure."""
+        answer = self.attempt(statement, timeout)
+        if "error" in answer:
+            raise AssertionError(f"Spark failed on {statement!r}: {answer['error']}")
+        return float(answer["ok"]), answer.get("rows", [])
+
+    def attempt(self, statement: str, timeout: float = 120.0) -> dict[str, Any]:
+        """Run one statement; returns ``{"ok": s, "rows": [...]}`` or ``{"error": message}``."""
         assert self._proc.stdin is not None
         self._proc.stdin.write(json.dumps(statement) + "\n")
         self._proc.stdin.flush()
-        answer = self._answer(timeout)
-        if "error" in answer:
-            raise AssertionError(f"Spark failed on {statement!r}: {answer['error']}")
-        return float(answer["ok"])
+        return self._answer(timeout)
 
     def close(self) -> None:
         """End the session (end of input), killing it after 60 s. Idempotent."""
@@ -120,13 +130,24 @@ def main(argv: list[str]) -> None:
         for line in sys.stdin:
             started = time.monotonic()
             try:
-                spark.sql(json.loads(line)).collect()
+                rows = _run(spark, json.loads(line))
             except Exception as exc:  # noqa: BLE001 - reported to the test
                 print(json.dumps({"error": str(exc)[:2000]}), flush=True)
             else:
-                print(json.dumps({"ok": time.monotonic() - started}), flush=True)
+                shown = [[str(v) for v in row] for row in rows[:1000]]
+                print(json.dumps({"ok": time.monotonic() - started, "rows": shown}), flush=True)
     finally:
         spark.stop()
+
+
+def _run(spark: Any, statement: str) -> list[Any]:
+    """A SQL statement, or ``@getTable NAME`` / ``@listTables DB`` / ``@listColumns NAME``
+    (the ``spark.catalog`` calls of the same names)."""
+    if not statement.startswith("@"):
+        return list(spark.sql(statement).collect())
+    call, _, arg = statement[1:].partition(" ")
+    found = getattr(spark.catalog, call)(arg)
+    return [found] if call == "getTable" else list(found)
 
 
 if __name__ == "__main__":

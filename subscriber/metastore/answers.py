@@ -1,0 +1,390 @@
+"""HMS read calls answered from one cache view, as encoded result structs (pure).
+
+:class:`CacheAnswers` turns ``(method name, decoded args, CacheView)`` into the
+bytes of that method's ``*_result`` struct, exactly as a real HMS would fill it:
+the ``Table``, ``Database`` and ``Partition`` structs are the ones HMS returned
+to catalogd (kept in the catalog objects, see ``THdfsPartition.hms_partition``),
+lists are ordered the way HMS orders them (by name), and missing objects raise
+the HMS exceptions a real HMS raises, with its messages.
+
+When an answer cannot be exact -- a table not loaded yet, a database this
+subscriber does not follow, a filter that cannot be evaluated exactly, a
+partition kept without its HMS struct -- :class:`Forward` is raised and the
+caller forwards the call to HMS instead.
+
+Encoded ``Table`` and ``Partition`` structs are memoised by ``(key, version)``
+and each table's sorted partition list by the identity of its immutable
+partition set, so repeated planning of a 10,000-partition table concatenates
+ready bytes. Thread-safety: any thread may call; memo races only repeat work.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from typing import Any
+
+import idl
+from subscriber.cache import CacheView, PartitionSet
+from subscriber.metastore import filters
+from subscriber.metastore.framing import LIST, STRING, STRUCT, struct_list_success, success_struct
+from subscriber.protocol import codec
+from subscriber.protocol.delta import Entry
+from subscriber.protocol.keys import (
+    FUNCTION_PREFIX,
+    GLOBAL,
+    database_key,
+    make_partition_name,
+    object_type_of,
+    parse_partition_name,
+    table_key,
+)
+
+hms = idl.hive_metastore
+_UNLOADED = idl.catalog_objects.TTableType.UNLOADED_TABLE
+_MEMO_LIMIT = 400_000
+
+Decode = Callable[[Entry], Any]
+
+
+class Forward(Exception):
+    """This call cannot be answered exactly from the cache: forward it to HMS."""
+
+
+class _Rows:
+    """One table's partitions sorted by name: (name, values, entry) each."""
+
+    __slots__ = ("names", "rows", "source")
+
+    def __init__(self, source: PartitionSet) -> None:
+        self.source = source
+        self.rows = sorted(
+            (
+                (name, [v for _, v in parse_partition_name(name)], entry)
+                for name, entry in source.items()
+            ),
+            key=lambda row: row[0],
+        )
+        self.names = {row[0]: row for row in self.rows}
+
+
+class CacheAnswers:
+    """Answers HMS read calls from a cache view. See the module docstring.
+
+    Args:
+        decode: entry -> decoded ``TCatalogObject`` (shared, read-only).
+        databases: the databases the subscriber follows (None: all).
+    """
+
+    def __init__(self, decode: Decode, databases: frozenset[str] | None = None) -> None:
+        self._decode = decode
+        self._databases = databases
+        self._encoded: dict[tuple[str, int], bytes] = {}
+        self._rows: dict[str, _Rows] = {}
+        self._handlers: dict[str, Callable[[CacheView, Any], bytes]] = {
+            "get_all_databases": self._get_all_databases,
+            "get_databases": self._get_databases,
+            "get_database": self._get_database,
+            "get_all_tables": self._get_all_tables,
+            "get_tables": self._get_tables,
+            "get_table": self._get_table,
+            "get_table_objects_by_name": self._get_table_objects_by_name,
+            "get_partition_names": self._get_partition_names,
+            "get_partitions": self._get_partitions,
+            "get_partitions_ps": self._get_partitions_ps,
+            "get_partitions_ps_with_auth": self._get_partitions_ps,
+            "get_partition_names_ps": self._get_partition_names_ps,
+            "get_partitions_by_names": self._get_partitions_by_names,
+            "get_partitions_by_filter": self._get_partitions_by_filter,
+            "get_partition": self._get_partition,
+            "get_partition_with_auth": self._get_partition,
+            "get_partition_by_name": self._get_partition_by_name,
+            "get_all_functions": self._get_all_functions,
+            "get_functions": self._get_functions,
+            "get_function": self._get_function,
+        }
+
+    @property
+    def methods(self) -> frozenset[str]:
+        """The method names answered here (others are forwarded)."""
+        return frozenset(self._handlers)
+
+    def answer(self, view: CacheView, name: str, args: Any) -> bytes:
+        """The encoded ``<name>_result`` struct for ``args`` over ``view``.
+
+        Raises:
+            Forward: answer from HMS instead.
+            KeyError: ``name`` is not in :attr:`methods`.
+            TException: an HMS exception (NoSuchObjectException, ...) to send back.
+        """
+        if len(self._encoded) > _MEMO_LIMIT:
+            self._encoded = {}
+        return self._handlers[name](view, args)
+
+    # -- databases ------------------------------------------------------------------
+
+    def _follows(self, db: str) -> None:
+        if self._databases is not None and db.lower() not in self._databases:
+            raise Forward(f"database {db} not followed")
+
+    def _all_databases(self, view: CacheView) -> list[str]:
+        if self._databases is not None:
+            raise Forward("not every database is followed")
+        return sorted(
+            db for db in view.by_database if db != GLOBAL and database_key(db) in view.objects
+        )
+
+    def _get_all_databases(self, view: CacheView, args: Any) -> bytes:
+        return _strings(self._all_databases(view))
+
+    def _get_databases(self, view: CacheView, args: Any) -> bytes:
+        return _strings(_matching(self._all_databases(view), args.pattern))
+
+    def _get_database(self, view: CacheView, args: Any) -> bytes:
+        name = args.name or ""
+        self._follows(name)
+        entry = view.get(database_key(name))
+        if entry is None:
+            raise hms.NoSuchObjectException(message=f"There is no database named {name}")
+        db = self._decode(entry).db.metastore_db
+        if db is None:
+            raise Forward("database kept without its HMS struct")
+        return success_struct(STRUCT, self._encode(entry, db))
+
+    # -- tables ---------------------------------------------------------------------
+
+    def _known_database(self, view: CacheView, db: str) -> None:
+        if database_key(db) not in view.objects:
+            raise Forward(f"database {db} not in the cache: HMS's answer varies by call")
+
+    def _table_names(self, view: CacheView, db: str) -> list[str]:
+        self._follows(db)
+        self._known_database(view, db)
+        names = []
+        for key in view.keys_of(db.lower()):
+            if object_type_of(key) in ("TABLE", "VIEW"):
+                names.append(key.partition(".")[2])
+        return sorted(names)
+
+    def _get_all_tables(self, view: CacheView, args: Any) -> bytes:
+        return _strings(self._table_names(view, args.db_name or ""))
+
+    def _get_tables(self, view: CacheView, args: Any) -> bytes:
+        return _strings(_matching(self._table_names(view, args.db_name or ""), args.pattern))
+
+    def _table(self, view: CacheView, db: str, name: str) -> tuple[Entry, Any] | None:
+        """The entry and HMS Table of ``db.name``; None when the cache has neither."""
+        self._follows(db)
+        entry = view.get(table_key(db, name)) or view.get(table_key(db, name, view=True))
+        if entry is None:
+            return None
+        table = self._decode(entry).table
+        if table.table_type == _UNLOADED or table.metastore_table is None:
+            raise Forward(f"table {db}.{name} not loaded yet")
+        return entry, table.metastore_table
+
+    def _get_table(self, view: CacheView, args: Any) -> bytes:
+        db, name = args.dbname or "", args.tbl_name or ""
+        found = self._table(view, db, name)
+        if found is None:
+            raise hms.NoSuchObjectException(message=f"{db}.{name} table not found")
+        return success_struct(STRUCT, self._encode(*found))
+
+    def _get_table_objects_by_name(self, view: CacheView, args: Any) -> bytes:
+        self._known_database(view, args.dbname or "")
+        items = []
+        for name in args.tbl_names or []:
+            found = self._table(view, args.dbname or "", name)
+            if found is not None:
+                items.append(self._encode(*found))
+        return struct_list_success(items)
+
+    # -- partitions -------------------------------------------------------------------
+
+    def _partitioned(self, view: CacheView, db: str, name: str) -> tuple[Any, _Rows]:
+        found = self._table(view, db, name)
+        if found is None:
+            raise Forward(f"table {db}.{name} not in the cache")  # HMS's answer varies by call
+        table_name = f"{db.lower()}.{name.lower()}"
+        source = view.partitions_of(table_name)
+        rows = self._rows.get(table_name)
+        if rows is None or rows.source is not source:
+            rows = _Rows(source)
+            self._rows[table_name] = rows
+        return found[1], rows
+
+    def _partition_bytes(self, table: Any, entry: Entry) -> bytes:
+        memo_key = (entry.key, entry.version)
+        data = self._encoded.get(memo_key)
+        if data is None:
+            part = self._decode(entry).hdfs_partition
+            kept = part.hms_partition
+            if kept is None:
+                raise Forward("partition kept without its HMS struct")
+            rebuilt = copy.copy(kept)
+            rebuilt.parameters = dict(part.hms_parameters or {})
+            inherited = part.hms_sd_inherited or 0
+            if inherited and kept.sd is not None and table.sd is not None:
+                rebuilt.sd = copy.copy(kept.sd)
+                for fid, spec in type(kept.sd).thrift_spec.items():
+                    if inherited >> fid & 1:
+                        setattr(rebuilt.sd, spec[1], getattr(table.sd, spec[1]))
+            data = codec.encode(rebuilt, check=False)
+            self._encoded[memo_key] = data
+        return data
+
+    def _partitions(self, table: Any, rows: list[Any], max_parts: int | None) -> bytes:
+        if max_parts is not None and max_parts >= 0:
+            rows = rows[:max_parts]
+        return struct_list_success([self._partition_bytes(table, row[2]) for row in rows])
+
+    def _get_partition_names(self, view: CacheView, args: Any) -> bytes:
+        _, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        names = [row[0] for row in rows.rows]
+        if args.max_parts is not None and args.max_parts >= 0:
+            names = names[: args.max_parts]
+        return _strings(names)
+
+    def _get_partitions(self, view: CacheView, args: Any) -> bytes:
+        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        return self._partitions(table, rows.rows, args.max_parts)
+
+    def _ps_rows(self, view: CacheView, args: Any) -> tuple[Any, list[Any]]:
+        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        if (table.parameters or {}).get("PARTITION_LEVEL_PRIVILEGE", "").upper() == "TRUE":
+            raise Forward("partition-level privileges are filled in by HMS")
+        wanted = list(args.part_vals or [])
+        if len(wanted) > len(table.partitionKeys or []):
+            raise Forward("more values than partition keys: HMS's error")
+        found = [
+            row
+            for row in rows.rows
+            if all(w == "" or w == v for w, v in zip(wanted, row[1], strict=False))
+        ]
+        return table, found
+
+    def _get_partitions_ps(self, view: CacheView, args: Any) -> bytes:
+        table, found = self._ps_rows(view, args)
+        return self._partitions(table, found, args.max_parts)
+
+    def _get_partition_names_ps(self, view: CacheView, args: Any) -> bytes:
+        _, found = self._ps_rows(view, args)
+        names = [row[0] for row in found]
+        if args.max_parts is not None and args.max_parts >= 0:
+            names = names[: args.max_parts]
+        return _strings(names)
+
+    def _get_partitions_by_names(self, view: CacheView, args: Any) -> bytes:
+        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        wanted = set(args.names or [])
+        found = [row for row in rows.rows if row[0] in wanted]
+        return self._partitions(table, found, None)
+
+    def _get_partitions_by_filter(self, view: CacheView, args: Any) -> bytes:
+        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        columns = [(k.name, k.type) for k in table.partitionKeys or []]
+        try:
+            predicate = filters.compile_filter(filters.parse(args.filter or ""), columns)
+            found = [row for row in rows.rows if predicate(row[1])]
+        except filters.Unsupported as exc:
+            raise Forward(f"filter {args.filter!r}: {exc}") from exc
+        return self._partitions(table, found, args.max_parts)
+
+    def _get_partition(self, view: CacheView, args: Any) -> bytes:
+        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        if (table.parameters or {}).get("PARTITION_LEVEL_PRIVILEGE", "").upper() == "TRUE":
+            raise Forward("partition-level privileges are filled in by HMS")
+        values = list(args.part_vals or [])
+        keys = [k.name.lower() for k in table.partitionKeys or []]
+        if len(values) != len(keys):
+            raise Forward("wrong number of partition values: HMS's error")
+        row = rows.names.get(make_partition_name(keys, values))
+        if row is None:
+            shown = ", ".join(values)
+            raise hms.NoSuchObjectException(message=f"partition values=[{shown}]")
+        return success_struct(STRUCT, self._partition_bytes(table, row[2]))
+
+    def _get_partition_by_name(self, view: CacheView, args: Any) -> bytes:
+        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        row = rows.names.get(args.part_name or "")
+        if row is None:
+            raise Forward("partition name not found as spelt: HMS normalises it")
+        return success_struct(STRUCT, self._partition_bytes(table, row[2]))
+
+    # -- functions -------------------------------------------------------------------------
+
+    def _functions(self, view: CacheView, db: str | None) -> list[tuple[str, Any]]:
+        """(name, HMS Function) of the cached functions (of ``db``), sorted."""
+        if self._databases is not None and db is None:
+            raise Forward("not every database is followed")
+        dbs = [db.lower()] if db is not None else [d for d in view.by_database if d != GLOBAL]
+        found = []
+        for d in dbs:
+            for key in view.keys_of(d):
+                if key.startswith(FUNCTION_PREFIX):
+                    fn = self._decode(view.objects[key]).fn
+                    hms_fn = _hms_function(fn)
+                    if hms_fn is None:
+                        raise Forward("function kept without its HMS struct")
+                    found.append((hms_fn.functionName, hms_fn))
+        return sorted(found, key=lambda item: (item[1].dbName or "", item[0]))
+
+    def _get_all_functions(self, view: CacheView, args: Any) -> bytes:
+        response = hms.GetAllFunctionsResponse(
+            functions=[f for _, f in self._functions(view, None)]
+        )
+        return success_struct(STRUCT, codec.encode(response, check=False))
+
+    def _get_functions(self, view: CacheView, args: Any) -> bytes:
+        db = args.dbName or ""
+        self._follows(db)
+        names = [name for name, _ in self._functions(view, db)]
+        return _strings(_matching(names, args.pattern))
+
+    def _get_function(self, view: CacheView, args: Any) -> bytes:
+        db, name = args.dbName or "", args.funcName or ""
+        self._follows(db)
+        for fn_name, fn in self._functions(view, db):
+            if fn_name.lower() == name.lower():
+                return success_struct(STRUCT, codec.encode(fn, check=False))
+        raise hms.NoSuchObjectException(message=f"Function {db}.{name} does not exist")
+
+    # -- encoding ---------------------------------------------------------------------------
+
+    def _encode(self, entry: Entry, struct: Any) -> bytes:
+        memo_key = (entry.key, entry.version)
+        data = self._encoded.get(memo_key)
+        if data is None:
+            data = codec.encode(struct, check=False)
+            self._encoded[memo_key] = data
+        return data
+
+
+def _hms_function(fn: Any) -> Any | None:
+    """The HMS ``Function`` kept in a catalog ``TFunction`` (its ``hms_function``)."""
+    return getattr(fn, "hms_function", None) if fn is not None else None
+
+
+def _strings(values: list[str]) -> bytes:
+    body = (
+        bytes((STRING,))
+        + len(values).to_bytes(4, "big")
+        + b"".join(len(raw).to_bytes(4, "big") + raw for raw in (v.encode() for v in values))
+    )
+    return success_struct(LIST, body)
+
+
+def _matching(names: list[str], pattern: str | None) -> list[str]:
+    """HMS's name patterns: ``|``-separated alternatives, ``*`` any run, case-insensitive,
+    the rest a Java regex matched in full (a pattern Python reads otherwise: forward)."""
+    if pattern is None:
+        return names
+    try:
+        regexes = [
+            re.compile(part.replace("*", ".*"), re.IGNORECASE)
+            for part in pattern.strip().split("|")
+        ]
+    except re.error as exc:
+        raise Forward(f"pattern {pattern!r}: {exc}") from exc
+    return [n for n in names if any(r.fullmatch(n) for r in regexes)]

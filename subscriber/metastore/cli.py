@@ -1,0 +1,108 @@
+"""``python -m subscriber metastore``: the HMS endpoint as a sidecar process.
+
+::
+
+    python -m subscriber metastore --catalogd tcp://HOST:26500 --listen 127.0.0.1:9083 \\
+        --upstream thrift://hms:9083 [--databases a,b] [--max-lag 30] [--write-wait 10]
+
+Any HMS client on the host (Spark, Hive, Trino, the ``hive`` CLI) then uses
+``thrift://127.0.0.1:9083``. Logs go to stderr, with the per-method counters
+(served, forwarded, forwarded because stale, failed) every ``--stats-interval``
+seconds and at exit. SIGINT/SIGTERM stop it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+from subscriber.api import CatalogSubscriber
+from subscriber.protocol.errors import CatalogError
+
+log = logging.getLogger("subscriber.metastore")
+
+
+def add_parser(commands: Any) -> None:
+    """Add the ``metastore`` sub-command to an argparse sub-parsers object."""
+    cmd = commands.add_parser(
+        "metastore",
+        help="serve an HMS Thrift endpoint from the cache, forwarding the rest to HMS",
+        description="\n\n".join(__doc__.split("\n\n")[1:4]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmd.add_argument(
+        "--catalogd",
+        required=True,
+        help="catalogd address, tcp://HOST:26500 (an HA pair: comma-separated, both tried)",
+    )
+    cmd.add_argument("--upstream", required=True, help="the real HMS, thrift://HOST:9083")
+    cmd.add_argument("--listen", default="127.0.0.1:9083", help="HOST:PORT to serve on")
+    cmd.add_argument("--databases", help="comma-separated databases to follow (default: all)")
+    cmd.add_argument(
+        "--max-lag",
+        type=float,
+        default=30.0,
+        help="serve reads while the cache is behind by at most this many seconds",
+    )
+    cmd.add_argument(
+        "--write-wait",
+        type=float,
+        default=10.0,
+        help="seconds a write waits for the cache to show it (read-your-writes)",
+    )
+    cmd.add_argument("--sync-timeout", type=float, default=60.0, help="seconds to wait for sync")
+    cmd.add_argument("--stats-interval", type=float, default=60.0, help="seconds between counters")
+    cmd.add_argument("--server-key", metavar="FILE", help="catalogd's public CURVE key file")
+    cmd.add_argument("--key", metavar="FILE", help="this client's secret CURVE key file")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the endpoint until SIGINT/SIGTERM. Exit codes: 0 stopped, 2 bad
+    arguments, 3 not synced in time, 4 the listen address cannot be bound."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    databases = (
+        [d.strip() for d in args.databases.split(",") if d.strip()] if args.databases else None
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        sub = CatalogSubscriber(
+            [e.strip() for e in args.catalogd.split(",") if e.strip()],
+            databases=databases,
+            server_key=args.server_key,
+            client_key=args.key,
+        )
+        endpoint = sub.metastore_endpoint(
+            upstream=args.upstream,
+            listen=args.listen,
+            max_lag_s=args.max_lag,
+            write_wait_s=args.write_wait,
+        )
+    except CatalogError as exc:
+        print(f"metastore: {exc}", file=sys.stderr)
+        return 2
+    with sub:
+        try:
+            sub.wait_synced(args.sync_timeout)
+        except CatalogError as exc:
+            # Serving anyway would forward every read: say so, and stop.
+            print(f"metastore: {exc}", file=sys.stderr)
+            return 3
+        try:
+            endpoint.start()
+        except OSError as exc:
+            print(f"metastore: cannot listen on {args.listen}: {exc}", file=sys.stderr)
+            return 4
+        with endpoint:
+            log.info("serving %s (cache version %d)", endpoint.uri, sub.version)
+            while not stop.wait(args.stats_interval):
+                log.info("calls: %s", endpoint.stats.snapshot())
+            log.info("stopping; calls: %s", endpoint.stats.snapshot())
+    return 0

@@ -1,0 +1,415 @@
+"""The HMS endpoint: a Thrift server speaking HMS that answers reads from the cache.
+
+::
+
+    with CatalogSubscriber("tcp://catalogd:26500") as sub, \\
+            sub.metastore_endpoint(upstream="thrift://hms:9083") as ep:
+        spark = SparkSession.builder.config("spark.hadoop.hive.metastore.uris", ep.uri) ...
+
+Threads: ``catalogd-hms-endpoint`` accepts; each client connection gets a
+thread of its own (``catalogd-hms-conn-N``) that owns the client socket and its
+:class:`~subscriber.metastore.upstream.Upstream` socket. Reads take the
+subscriber's current immutable cache view, no lock.
+
+Per call (binary protocol, unframed; see :mod:`subscriber.metastore.framing`):
+
+* a read in :attr:`CacheAnswers.methods` is answered from the cache while the
+  cache is current or behind by at most ``max_lag_s`` (else it is forwarded,
+  counted as *forwarded_stale*); an answer that cannot be exact is forwarded;
+* ``set_ugi`` is answered here (HMS echoes the groups) and replayed
+  on the upstream connection when one is opened; fb303's ``shutdown`` (a client
+  closing) just closes the upstream connection; ``get_config_value`` is
+  forwarded once per argument set and remembered (HMS reads its configuration
+  at start);
+* everything else is forwarded byte for byte, whatever the method. After a
+  write succeeds, catalogd is asked to reload what it touched, and the answer
+  waits (up to ``write_wait_s``) until the cache shows the change, so the same
+  driver reads its own write. HMS unreachable: the write fails with a
+  ``MetaException`` naming the endpoint and HMS's address.
+
+Bytes that are no Thrift message close that connection only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import socket
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from thriftpy2.thrift import TException
+
+import idl
+from subscriber.metastore import framing
+from subscriber.metastore.answers import CacheAnswers, Forward
+from subscriber.metastore.upstream import Upstream, parse_uri
+from subscriber.metastore.writes import Target, touched
+from subscriber.protocol import codec
+from subscriber.protocol.errors import (
+    CatalogTimeoutError,
+    MetastoreUnavailableError,
+    ProtocolError,
+)
+
+if TYPE_CHECKING:
+    from subscriber.api import CatalogSubscriber
+    from subscriber.cache import CacheView
+
+log = logging.getLogger(__name__)
+hms = idl.hive_metastore
+_SERVICE = hms.ThriftHiveMetastore
+_INTERNAL_ERROR = 6
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointConfig:
+    """How the endpoint listens, forwards and decides.
+
+    Attributes:
+        upstream: ``thrift://host:port`` of the Hive Metastore.
+        listen: ``host:port`` to bind (port 0: a free one).
+        max_lag_s: serve reads from the cache while it is behind catalogd by at
+            most this long (stale); beyond it, or before the first sync, forward.
+        write_wait_s: how long a write's answer waits for the cache to show it.
+        connect_timeout_s / call_timeout_s: for the upstream HMS.
+        partial_timeout_s: a client that sent part of a message and nothing
+            more for this long is disconnected.
+        max_connections: client connections served at once (more are refused).
+    """
+
+    upstream: str
+    listen: str = "127.0.0.1:0"
+    max_lag_s: float = 30.0
+    write_wait_s: float = 10.0
+    connect_timeout_s: float = 5.0
+    call_timeout_s: float = 600.0
+    partial_timeout_s: float = 30.0
+    max_connections: int = 256
+
+
+class EndpointStats:
+    """Calls per method, by outcome. Thread-safe; read with :meth:`snapshot`."""
+
+    KINDS = ("served", "forwarded", "forwarded_stale", "failed")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, Counter[str]] = {k: Counter() for k in self.KINDS}
+        self.connections = 0
+        self.garbage = 0
+        self.write_waits_timed_out = 0
+
+    def add(self, kind: str, method: str) -> None:
+        with self._lock:
+            self._counts[kind][method] += 1
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        """``{"served": {method: n}, "forwarded": ..., "forwarded_stale": ..., "failed": ...}``."""
+        with self._lock:
+            return {k: dict(v) for k, v in self._counts.items()}
+
+    def total(self, kind: str) -> int:
+        with self._lock:
+            return sum(self._counts[kind].values())
+
+
+class MetastoreEndpoint:
+    """An HMS Thrift endpoint over a :class:`~subscriber.api.CatalogSubscriber`.
+
+    Start with :meth:`start` (or ``with``); :attr:`uri` is what HMS clients use.
+    """
+
+    def __init__(self, subscriber: CatalogSubscriber, config: EndpointConfig) -> None:
+        parse_uri(config.upstream)  # fail early on a malformed address
+        self.config = config
+        self.stats = EndpointStats()
+        self._sub = subscriber
+        databases = subscriber.databases
+        self._answers = CacheAnswers(
+            subscriber._decode, None if databases is None else frozenset(databases)
+        )
+        self._config_memo: dict[bytes, bytes] = {}
+        self._stop = threading.Event()
+        self._listener: socket.socket | None = None
+        self._accepter: threading.Thread | None = None
+        self._clients: dict[int, socket.socket] = {}
+        self._clients_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self.address: tuple[str, int] = ("", 0)
+
+    @property
+    def uri(self) -> str:
+        """``thrift://host:port`` to give HMS clients (``hive.metastore.uris``)."""
+        return f"thrift://{self.address[0]}:{self.address[1]}"
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> MetastoreEndpoint:
+        """Bind and start accepting (idempotent). Raises OSError when the address is taken."""
+        if self._listener is not None:
+            return self
+        host, _, port = self.config.listen.rpartition(":")
+        listener = socket.create_server((host or "127.0.0.1", int(port or 0)), backlog=64)
+        self._listener = listener
+        self.address = listener.getsockname()[:2]
+        self._accepter = threading.Thread(
+            target=self._accept, name="catalogd-hms-endpoint", daemon=True
+        )
+        self._accepter.start()
+        log.info("HMS endpoint on %s, forwarding to %s", self.uri, self.config.upstream)
+        return self
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop accepting, close every client connection, join (idempotent)."""
+        self._stop.set()
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+        with self._clients_lock:
+            clients = list(self._clients.values())
+        for client in clients:
+            with contextlib.suppress(OSError):
+                client.shutdown(socket.SHUT_RDWR)
+        if self._accepter is not None and self._accepter is not threading.current_thread():
+            self._accepter.join(timeout)
+
+    def __enter__(self) -> MetastoreEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- threads ----------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        assert self._listener is not None
+        while not self._stop.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            with self._clients_lock:
+                full = len(self._clients) >= self.config.max_connections
+            if full:
+                log.warning("HMS endpoint: %d connections, refusing one", len(self._clients))
+                client.close()
+                continue
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            cid = next(self._ids)
+            with self._clients_lock:
+                self._clients[cid] = client
+            self.stats.connections += 1
+            threading.Thread(
+                target=self._connection,
+                args=(cid, client),
+                name=f"catalogd-hms-conn-{cid}",
+                daemon=True,
+            ).start()
+
+    def _connection(self, cid: int, client: socket.socket) -> None:
+        upstream = Upstream(
+            self.config.upstream,
+            connect_timeout_s=self.config.connect_timeout_s,
+            call_timeout_s=self.config.call_timeout_s,
+        )
+        buf = bytearray()
+        try:
+            while not self._stop.is_set():
+                end = framing.message_end(buf)
+                if end is None:
+                    client.settimeout(self.config.partial_timeout_s if buf else None)
+                    chunk = client.recv(1 << 16)
+                    if not chunk:
+                        return
+                    buf += chunk
+                    continue
+                message = bytes(buf[:end])
+                del buf[:end]
+                out = self._call(message, upstream)
+                if out is not None:
+                    client.sendall(out)
+        except ProtocolError as exc:
+            self.stats.garbage += 1
+            log.info("HMS endpoint: closing connection %d: %s", cid, exc)
+        except OSError as exc:  # reset, timeout mid-message, closed by close()
+            log.debug("HMS endpoint: connection %d ended: %s", cid, exc)
+        finally:
+            upstream.close()
+            with contextlib.suppress(OSError):
+                client.close()
+            with self._clients_lock:
+                self._clients.pop(cid, None)
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def _call(self, message: bytes, upstream: Upstream) -> bytes | None:
+        """The reply to one call message (None for a oneway call)."""
+        header = framing.read_header(message)
+        assert header is not None  # message_end saw a whole message
+        if header.type not in (framing.CALL, framing.ONEWAY):
+            raise ProtocolError(f"a client sent a message of type {header.type}")
+        name, seqid = header.name, header.seqid
+        body = message[header.body_start :]
+        if name == "set_ugi":
+            args = _decode_args(name, body)
+            upstream.ugi_message = message
+            groups = list(args.group_names or [])  # what HMS 2.3 answers (checked)
+            self.stats.add("served", name)
+            return _result(name, seqid, _SERVICE.set_ugi_result(success=groups))
+        if name == "get_config_value":
+            return self._config_value(message, header, upstream)
+        if name == "shutdown":
+            # fb303's "this client is done": HMS only frees the connection's state,
+            # which closing the upstream connection does too. Not worth a connection.
+            self.stats.add("served", name)
+            upstream.close()
+            return None if header.type == framing.ONEWAY else framing.reply(name, seqid, b"\x00")
+        if name in self._answers.methods:
+            if self._sub.lag_seconds <= self.config.max_lag_s:
+                args = _decode_args(name, body)
+                try:
+                    result = self._answers.answer(self._sub._view(), name, args)
+                except Forward as exc:
+                    log.debug("HMS endpoint: forwarding %s: %s", name, exc)
+                except TException as exc:
+                    self.stats.add("served", name)
+                    return _exception(name, seqid, exc)
+                except Exception:  # noqa: BLE001 - a bug here must not cost the answer
+                    log.exception("HMS endpoint: answering %s failed; forwarding it", name)
+                else:
+                    self.stats.add("served", name)
+                    return framing.reply(name, seqid, result)
+                kind = "forwarded"
+            else:
+                kind = "forwarded_stale"
+        else:
+            kind = "forwarded"
+        return self._forward(message, header, upstream, kind)
+
+    def _forward(
+        self, message: bytes, header: framing.Header, upstream: Upstream, kind: str
+    ) -> bytes | None:
+        name = header.name
+        write = framing.is_write(name)
+        before = self._sub._view() if write else None
+        try:
+            reply = upstream.call(message, oneway=header.type == framing.ONEWAY)
+        except MetastoreUnavailableError as exc:
+            self.stats.add("failed", name)
+            log.warning("HMS endpoint: %s failed: %s", name, exc)
+            if header.type == framing.ONEWAY:
+                return None
+            return _unavailable(name, header.seqid, f"catalogd HMS endpoint: {exc}")
+        self.stats.add(kind, name)
+        if reply is not None and before is not None and _succeeded(reply):
+            target = touched(name, message[header.body_start :])
+            if target is not None:
+                self._read_your_write(name, target, before)
+        return reply
+
+    def _config_value(self, message: bytes, header: framing.Header, upstream: Upstream) -> bytes:
+        body = message[header.body_start :]
+        known = self._config_memo.get(body)
+        if known is not None:
+            self.stats.add("served", header.name)
+            return framing.reply(header.name, header.seqid, known)
+        try:
+            reply = upstream.call(message)
+        except MetastoreUnavailableError:
+            # HMS down and never asked: its default is the best answer there is.
+            args = _decode_args(header.name, body)
+            self.stats.add("served", header.name)
+            return _result(
+                header.name,
+                header.seqid,
+                _SERVICE.get_config_value_result(success=args.defaultValue),
+            )
+        assert reply is not None
+        self.stats.add("forwarded", header.name)
+        reply_header = framing.read_header(reply)
+        if reply_header is not None and reply_header.type == framing.REPLY and _succeeded(reply):
+            self._config_memo[body] = reply[reply_header.body_start :]
+        return reply
+
+    def _read_your_write(self, name: str, target: Target, before: CacheView) -> None:
+        """Ask catalogd to reload ``target`` and wait until the cache shows a change."""
+        followed = self._sub.databases
+        if followed is not None and target.db not in followed:
+            return  # never cached here: nothing to wait for
+        self._sub.request_reload(target.db, target.table)
+        mark = _mark(before, target)
+
+        def changed() -> bool:
+            return _mark(self._sub._view(), target) != mark
+
+        try:
+            self._sub._wait(changed, self.config.write_wait_s, f"{name} on {target}")
+        except CatalogTimeoutError:
+            self.stats.write_waits_timed_out += 1
+            log.warning(
+                "HMS endpoint: %s succeeded in HMS but %s did not change in the cache within "
+                "%gs: the next read may not show it yet",
+                name,
+                target,
+                self.config.write_wait_s,
+            )
+
+
+def _mark(view: CacheView, target: Target) -> tuple[Any, ...]:
+    """What identifies the cached state of ``target``: changes when it changes."""
+    from subscriber.protocol.keys import database_key, table_key
+
+    if target.table is None:
+        entry = view.get(database_key(target.db))
+        return (entry.version if entry else None, id(view.keys_of(target.db)))
+    entry = view.get(table_key(target.db, target.table)) or view.get(
+        table_key(target.db, target.table, view=True)
+    )
+    parts = view.partitions.get(f"{target.db}.{target.table}")
+    return (entry.version if entry else None, id(parts) if parts is not None else None)
+
+
+def _decode_args(name: str, body: bytes) -> Any:
+    args_cls = getattr(_SERVICE, f"{name}_args")
+    return codec.decode(args_cls, body)
+
+
+def _result(name: str, seqid: int, result: Any) -> bytes:
+    return framing.reply(name, seqid, codec.encode(result, check=False))
+
+
+def _exception(name: str, seqid: int, exc: TException) -> bytes:
+    result_cls = getattr(_SERVICE, f"{name}_result")
+    for _, spec in result_cls.thrift_spec.items():
+        if len(spec) >= 3 and spec[2] is type(exc):
+            return _result(name, seqid, result_cls(**{spec[1]: exc}))
+    return framing.application_exception(name, seqid, str(exc), _INTERNAL_ERROR)
+
+
+def _unavailable(name: str, seqid: int, message: str) -> bytes:
+    """HMS unreachable: a ``MetaException`` when the method declares one, else a
+    ``TApplicationException`` (INTERNAL_ERROR)."""
+    result_cls = getattr(_SERVICE, f"{name}_result", None)
+    if result_cls is not None:
+        for _, spec in result_cls.thrift_spec.items():
+            if len(spec) >= 3 and spec[2] is hms.MetaException:
+                error = hms.MetaException(message=message)
+                return _result(name, seqid, result_cls(**{spec[1]: error}))
+    return framing.application_exception(name, seqid, message, _INTERNAL_ERROR)
+
+
+def _succeeded(reply: bytes) -> bool:
+    """Whether a REPLY carries a result rather than a declared exception: its
+    result struct is empty (void) or starts with field 0 (``success``)."""
+    header = framing.read_header(reply)
+    if header is None or header.type != framing.REPLY:
+        return False
+    body = reply[header.body_start :]
+    if not body or body[0] == framing.STOP:
+        return True
+    return len(body) >= 3 and body[1:3] == b"\x00\x00"
