@@ -329,6 +329,41 @@ struct ColumnStatistics {
   2: required list<ColumnStatisticsObj> statsObj,
 }
 
+struct AddPartitionsRequest {
+  1: required string dbName,
+  2: required string tblName,
+  3: required list<Partition> parts,
+  4: required bool ifNotExists,
+  5: optional bool needResult = true,
+  6: optional string catName,
+}
+
+struct AddPartitionsResult {
+  1: optional list<Partition> partitions,
+}
+
+struct TableStatsRequest {
+  1: required string dbName,
+  2: required string tblName,
+  3: required list<string> colNames,
+}
+
+struct TableStatsResult {
+  1: required list<ColumnStatisticsObj> tableStats,
+}
+
+struct PartitionsStatsRequest {
+  1: required string dbName,
+  2: required string tblName,
+  3: required list<string> colNames,
+  4: required list<string> partNames,
+  5: optional string catName,
+}
+
+struct PartitionsStatsResult {
+  1: required map<string, list<ColumnStatisticsObj>> partStats,
+}
+
 // ---------------------------------------------------------------- functions
 
 struct ResourceUri {
@@ -455,6 +490,8 @@ service ThriftHiveMetastore {
       throws (1: InvalidObjectException o1, 2: AlreadyExistsException o2, 3: MetaException o3)
   i32 add_partitions(1: list<Partition> new_parts)
       throws (1: InvalidObjectException o1, 2: AlreadyExistsException o2, 3: MetaException o3)
+  AddPartitionsResult add_partitions_req(1: AddPartitionsRequest request)
+      throws (1: InvalidObjectException o1, 2: AlreadyExistsException o2, 3: MetaException o3)
   bool drop_partition(1: string db_name, 2: string tbl_name, 3: list<string> part_vals,
                       4: bool deleteData)
       throws (1: NoSuchObjectException o1, 2: MetaException o2)
@@ -480,6 +517,14 @@ service ThriftHiveMetastore {
   list<Partition> get_partitions_by_filter(1: string db_name, 2: string tbl_name,
                                            3: string filter, 4: i16 max_parts = -1)
       throws (1: MetaException o1, 2: NoSuchObjectException o2)
+  list<Partition> get_partitions_ps_with_auth(1: string db_name, 2: string tbl_name,
+                                              3: list<string> part_vals, 4: i16 max_parts = -1,
+                                              5: string user_name, 6: list<string> group_names)
+      throws (1: NoSuchObjectException o1, 2: MetaException o2)
+  Partition get_partition_with_auth(1: string db_name, 2: string tbl_name,
+                                    3: list<string> part_vals, 4: string user_name,
+                                    5: list<string> group_names)
+      throws (1: MetaException o1, 2: NoSuchObjectException o2)
   list<Partition> get_partitions_by_names(1: string db_name, 2: string tbl_name,
                                           3: list<string> names)
       throws (1: MetaException o1, 2: NoSuchObjectException o2)
@@ -492,6 +537,20 @@ service ThriftHiveMetastore {
                                                3: string col_name)
       throws (1: NoSuchObjectException o1, 2: MetaException o2, 3: InvalidInputException o3,
               4: InvalidObjectException o4)
+  TableStatsResult get_table_statistics_req(1: TableStatsRequest request)
+      throws (1: NoSuchObjectException o1, 2: MetaException o2)
+  PartitionsStatsResult get_partitions_statistics_req(1: PartitionsStatsRequest request)
+      throws (1: NoSuchObjectException o1, 2: MetaException o2)
+  bool update_table_column_statistics(1: ColumnStatistics stats_obj)
+      throws (1: NoSuchObjectException o1, 2: InvalidObjectException o2, 3: MetaException o3,
+              4: InvalidInputException o4)
+  bool update_partition_column_statistics(1: ColumnStatistics stats_obj)
+      throws (1: NoSuchObjectException o1, 2: InvalidObjectException o2, 3: MetaException o3,
+              4: InvalidInputException o4)
+
+  // session: names the caller for this connection; HMS 2.3 echoes group_names
+  list<string> set_ugi(1: string user_name, 2: list<string> group_names)
+      throws (1: MetaException o1)
 
   // configuration
   string get_config_value(1: string name, 2: string defaultValue)

@@ -17,6 +17,7 @@ from typing import Any
 
 import idl
 from subscriber.protocol.errors import InvalidRequestError
+from subscriber.protocol.files import partition_files
 from subscriber.protocol.hive_types import type_name
 
 co = idl.catalog_objects
@@ -42,8 +43,26 @@ class ScanPlan:
     partitioned: bool
 
 
-def plan_scan(sub: Any, table: str, partitions: Mapping[str, str] | str | None = None) -> ScanPlan:
+def _file_paths(location: str, part: Any) -> list[str] | None:
+    files = partition_files(part)
+    if files is None:
+        return None
+    base = location.rstrip("/")
+    return [f"{base}/{f.relative_path}" for f in files]
+
+
+def plan_scan(
+    sub: Any,
+    table: str,
+    partitions: Mapping[str, str] | str | None = None,
+    *,
+    files: bool = False,
+) -> ScanPlan:
     """Work out how to read ``table`` from the cache (pure; no Spark needed).
+
+    With ``files`` and file metadata cached for every selected partition
+    (tables that opted in, see :mod:`catalogd.files`), ``paths`` are the exact
+    data files instead of the partition directories.
 
     Raises:
         NotFoundError: unknown table.
@@ -63,21 +82,33 @@ def plan_scan(sub: Any, table: str, partitions: Mapping[str, str] | str | None =
     schema = ", ".join(f"`{c.columnName}` {type_name(c.columnType)}" for c in columns)
     base = ttable.hdfs_table.hdfsBaseDir
     if not ttable.clustering_columns:
-        return ScanPlan(fmt, options, schema, (base,), base, False)
+        listed = _file_paths(base, ttable.hdfs_table.prototype_partition) if files else None
+        return ScanPlan(fmt, options, schema, tuple(listed or (base,)), base, False)
     parts = sub.list_partitions(table, partitions)
     paths = tuple(p.location.suffix for p in parts)
+    if files:
+        each = [_file_paths(p.location.suffix, p) for p in parts]
+        if all(f is not None for f in each):
+            paths = tuple(path for f in each for path in f or ())
     return ScanPlan(fmt, options, schema, paths, base, True)
 
 
 def read_table(
-    spark: Any, sub: Any, table: str, partitions: Mapping[str, str] | str | None = None
+    spark: Any,
+    sub: Any,
+    table: str,
+    partitions: Mapping[str, str] | str | None = None,
+    *,
+    files: bool = False,
 ) -> Any:
     """A DataFrame over ``table``'s files, pruned to ``partitions`` (a partial spec).
 
     Partition columns come from the partition directories (``k=v``), as Spark
-    infers them under ``basePath``.
+    infers them under ``basePath``. ``files=True`` hands Spark the cached
+    file list instead of directories where the cache has one (see
+    docs/STATS.md for when that is faster).
     """
-    plan = plan_scan(sub, table, partitions)
+    plan = plan_scan(sub, table, partitions, files=files)
     reader = spark.read.format(plan.format).options(**plan.options).schema(plan.schema_ddl)
     if not plan.paths:
         return spark.createDataFrame([], plan.schema_ddl)

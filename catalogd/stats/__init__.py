@@ -1,0 +1,6 @@
+"""Statistics computed by Spark and written to HMS (``catalogd stats compute``).
+
+``compute`` runs the aggregation (one scan), ``publish`` writes HMS column
+statistics, basic-stats parameters and Spark's ``spark.sql.statistics.*`` keys,
+``job`` ties them to a table and its files, ``cli`` is the command.
+"""

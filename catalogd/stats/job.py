@@ -1,0 +1,203 @@
+"""``catalogd stats compute``: compute, write to HMS, have catalogd publish.
+
+:func:`run_job` is the whole job over a given Spark session and HMS client
+(tests call it with theirs); :func:`spark_session` builds the session the CLI
+uses (``local[*]`` unless ``--master`` or Spark's own configuration says
+otherwise).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from catalogd.metastore.client import MetastoreClient
+from catalogd.stats import compute, publish
+from subscriber.protocol.errors import InvalidRequestError
+from subscriber.protocol.keys import make_partition_name, parse_partition_name
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """What one run did: the figures and the HMS calls it took."""
+
+    result: compute.TableResult
+    hms_calls: int
+    partitions_skipped: int = 0
+    scan_s: float = 0.0  # the Spark aggregation
+    write_s: float = 0.0  # the HMS writes
+
+
+def _specs(table: Any, partitions: Sequence[str]) -> list[dict[str, str]]:
+    keys = [k.name.lower() for k in table.partitionKeys or []]
+    specs = []
+    for text in partitions:
+        pairs = parse_partition_name(text)
+        if [k.lower() for k, _ in pairs] != keys:
+            raise InvalidRequestError(
+                f"partition spec {text!r} must name {'/'.join(f'{k}=V' for k in keys)}"
+            )
+        specs.append({k.lower(): v for k, v in pairs})
+    return specs
+
+
+def _fingerprint(files: int, size: int) -> str:
+    return f"{files}:{size}"
+
+
+def run_job(
+    spark: Any,
+    client: MetastoreClient,
+    db: str,
+    name: str,
+    *,
+    partitions: Sequence[str] = (),
+    columns: Sequence[str] | None = None,
+    incremental: bool = False,
+) -> JobReport:
+    """Compute the statistics of ``db.name`` (only ``partitions`` when given) and
+    write them to HMS.
+
+    With ``incremental``, partitions whose file count and bytes still equal
+    what their statistics were computed over (``numFiles``/``totalSize``) are
+    skipped. Raises :class:`InvalidRequestError` for a malformed spec,
+    :class:`NotFoundError` for an unknown table, the client's errors otherwise.
+    """
+    table = client.get_table(db, name)
+    keys = [k.name for k in table.partitionKeys or []]
+    specs = _specs(table, partitions)
+    listing: dict[str, tuple[int, int]] = {}
+    skipped = 0
+    if keys:
+        names = [make_partition_name([k.lower() for k in keys], list(s.values())) for s in specs]
+        hms_parts = client.get_partitions_by_names(db, name, names) if names else []
+        if not names:
+            hms_parts = list(client.iter_partitions(db, name))
+        todo = []
+        for part in hms_parts:
+            part_name = make_partition_name([k.lower() for k in keys], list(part.values))
+            listing[part_name] = compute.list_files(spark, part.sd.location)
+            params = part.parameters or {}
+            old = _fingerprint(int(params.get("numFiles", -1)), int(params.get("totalSize", -1)))
+            if incremental and "numRows" in params and old == _fingerprint(*listing[part_name]):
+                skipped += 1
+                continue
+            todo.append(dict(zip([k.lower() for k in keys], part.values, strict=True)))
+        if incremental and not todo:
+            return JobReport(
+                compute.TableResult(db, name, tuple(keys), compute.PartitionResult("", (), 0), ()),
+                0,
+                skipped,
+            )
+        specs = todo if (incremental or specs) else []
+    started = time.perf_counter()
+    result = compute.compute(spark, db, name, keys, partition_filter=specs, columns=columns)
+    scan_s = time.perf_counter() - started
+
+    if keys:
+        found = {p.name: p for p in result.partitions}
+        parts = []
+        for part_name, (files, size) in listing.items():
+            if specs and not _selected(part_name, specs, keys):
+                continue
+            base = found.get(part_name) or _empty(part_name, result)
+            parts.append(dataclasses.replace(base, files=files, bytes=size))
+        total_files = sum(f for f, _ in listing.values())
+        total_bytes = sum(b for _, b in listing.values())
+        result = dataclasses.replace(
+            result,
+            partitions=tuple(parts),
+            table_level=dataclasses.replace(
+                result.table_level, files=total_files, bytes=total_bytes
+            ),
+        )
+        if specs:
+            # Only some partitions were read: the table-level counts are sums over
+            # every partition's (now current) numRows, numFiles and totalSize.
+            rows, files, size = _table_totals(client, db, name, result)
+            result = dataclasses.replace(
+                result,
+                table_level=dataclasses.replace(
+                    result.table_level, rows=rows, files=files, bytes=size
+                ),
+            )
+    else:
+        files, size = compute.list_files(spark, table.sd.location)
+        result = dataclasses.replace(
+            result, table_level=dataclasses.replace(result.table_level, files=files, bytes=size)
+        )
+    started = time.perf_counter()
+    calls = publish.write(client, result, table_columns=not specs)
+    return JobReport(result, calls, skipped, scan_s, time.perf_counter() - started)
+
+
+def _selected(part_name: str, specs: Sequence[dict[str, str]], keys: Sequence[str]) -> bool:
+    names = {make_partition_name([k.lower() for k in keys], list(s.values())) for s in specs}
+    return part_name in names
+
+
+def _empty(part_name: str, result: compute.TableResult) -> compute.PartitionResult:
+    values = tuple(v for _, v in parse_partition_name(part_name))
+    columns = {
+        n: compute.ColumnResult(
+            name=n,
+            kind=c.kind,
+            rows=0,
+            nulls=0,
+            distinct=0,
+            total_len=0 if c.total_len is not None else None,
+            max_len=0 if c.max_len is not None else None,
+        )
+        for n, c in result.table_level.columns.items()
+    }
+    return compute.PartitionResult(name=part_name, values=values, rows=0, columns=columns)
+
+
+def _table_totals(
+    client: MetastoreClient, db: str, name: str, result: compute.TableResult
+) -> tuple[int, int, int]:
+    """(rows, files, bytes) of the whole table: fresh figures for the partitions
+    just computed, HMS's parameters for the others."""
+    fresh = {p.name: (p.rows, p.files, p.bytes) for p in result.partitions}
+    keys = list(result.partition_columns)
+    totals = [0, 0, 0]
+    for part in client.iter_partitions(db, name):
+        part_name = make_partition_name([k.lower() for k in keys], list(part.values))
+        params = part.parameters or {}
+        figures = fresh.get(part_name) or tuple(
+            int(v) if (v := params.get(k, "0")).isdigit() else 0
+            for k in ("numRows", "numFiles", "totalSize")
+        )
+        for i, value in enumerate(figures):
+            totals[i] += value
+    return totals[0], totals[1], totals[2]
+
+
+def spark_session(
+    master: str | None,
+    hms_uri: str,
+    *,
+    conf: dict[str, str] | None = None,
+    app_name: str = "catalogd-stats",
+) -> Any:
+    """A Hive-enabled Spark session on ``master`` (None: ``spark.master`` from
+    Spark's own configuration, else ``local[*]``) talking to ``hms_uri``, with
+    the extra settings ``conf``."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name).config(
+        "spark.hadoop.hive.metastore.uris", hms_uri
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    if master:
+        builder = builder.master(master)
+    else:
+        from pyspark import SparkConf
+
+        if not SparkConf().contains("spark.master"):
+            builder = builder.master("local[*]")
+    return builder.config("spark.ui.showConsoleProgress", "false").enableHiveSupport().getOrCreate()

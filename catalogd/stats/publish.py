@@ -1,0 +1,250 @@
+"""Statistics computed by the job, written to HMS where Hive, Impala and Spark read them.
+
+Per table and per partition, three things are written:
+
+* HMS column statistics (``update_table_column_statistics`` /
+  ``update_partition_column_statistics``): what Hive and Impala read
+  (``TAB_COL_STATS``/``PART_COL_STATS``); HMS 2.3 then records the columns in
+  ``COLUMN_STATS_ACCURATE``;
+* the basic-stats parameters ``numRows``, ``numFiles``, ``totalSize`` and
+  ``COLUMN_STATS_ACCURATE`` (``alter_table`` / ``alter_partition``), with
+  ``DO_NOT_UPDATE_STATS=true``, which HMS consumes (removes) and which stops
+  it from recomputing the quick stats and marking them inaccurate;
+* Spark's own keys (``spark.sql.statistics.numRows``, ``.totalSize`` and
+  ``.colStats.<col>.<key>``, ``version`` 2): Spark reads *only* these
+  (``HiveExternalCatalog.statsFromProperties``) for ``DESCRIBE EXTENDED t col``
+  and the optimizer's ``EXPLAIN COST``; it never reads HMS column statistics.
+
+Timestamps get no HMS column statistics (HMS 2.3 has no type for them) and no
+min/max anywhere; every other supported type gets everything its type allows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import idl
+from catalogd.metastore.client import MetastoreClient
+from catalogd.stats.compute import ColumnResult, PartitionResult, TableResult
+
+hms = idl.hive_metastore
+
+SPARK_PREFIX = "spark.sql.statistics."
+SPARK_COL_PREFIX = SPARK_PREFIX + "colStats."
+SPARK_STATS_VERSION = "2"
+# Spark's DataType.defaultSize, used by its ANALYZE for fixed-width types and
+# for string/binary columns that are all null.
+_SPARK_SIZES = {
+    "ByteType": 1,
+    "ShortType": 2,
+    "IntegerType": 4,
+    "LongType": 8,
+    "FloatType": 4,
+    "DoubleType": 8,
+    "DateType": 4,
+    "TimestampType": 8,
+    "BooleanType": 1,
+    "StringType": 20,
+    "BinaryType": 100,
+}
+_EPOCH = dt.date(1970, 1, 1)
+
+
+def _spark_text(value: Any) -> str:
+    """A min/max as Spark's ``CatalogColumnStat.fromExternalString`` parses it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def _spark_size(col: ColumnResult, decimal_bytes: int) -> int:
+    if col.kind == "DecimalType":
+        return decimal_bytes
+    return _SPARK_SIZES.get(col.kind, 8)
+
+
+def spark_column_properties(col: ColumnResult, *, decimal_bytes: int = 8) -> dict[str, str]:
+    """Spark's ``spark.sql.statistics.colStats.<col>.*`` properties for one column."""
+    p = f"{SPARK_COL_PREFIX}{col.name}."
+    props = {
+        p + "version": SPARK_STATS_VERSION,
+        p + "distinctCount": str(col.distinct),
+        p + "nullCount": str(col.nulls),
+    }
+    if col.total_len is not None:
+        avg = col.avg_len if col.rows > col.nulls else None
+        default = _spark_size(col, decimal_bytes)
+        props[p + "avgLen"] = str(math.ceil(avg) if avg is not None else default)
+        props[p + "maxLen"] = str(col.max_len if col.rows > col.nulls else default)
+    else:
+        size = str(_spark_size(col, decimal_bytes))
+        props[p + "avgLen"] = size
+        props[p + "maxLen"] = size
+    if col.kind != "TimestampType":
+        if col.low is not None:
+            props[p + "min"] = _spark_text(col.low)
+        if col.high is not None:
+            props[p + "max"] = _spark_text(col.high)
+    return props
+
+
+def _decimal(value: Any, scale: int) -> Any:
+    unscaled = int(decimal.Decimal(value).scaleb(scale).to_integral_value())
+    length = max(1, (unscaled.bit_length() + 8) // 8)
+    return hms.Decimal(unscaled=unscaled.to_bytes(length, "big", signed=True), scale=scale)
+
+
+def hms_column_stats(col: ColumnResult, hive_type: str) -> Any | None:
+    """The HMS ``ColumnStatisticsObj`` for one column (None: HMS has no type for it)."""
+    data = hms.ColumnStatisticsData()
+    if col.kind in ("ByteType", "ShortType", "IntegerType", "LongType"):
+        data.longStats = hms.LongColumnStatsData(
+            lowValue=col.low, highValue=col.high, numNulls=col.nulls, numDVs=col.distinct
+        )
+    elif col.kind in ("FloatType", "DoubleType"):
+        data.doubleStats = hms.DoubleColumnStatsData(
+            lowValue=col.low, highValue=col.high, numNulls=col.nulls, numDVs=col.distinct
+        )
+    elif col.kind == "DecimalType":
+        scale = int(hive_type.rstrip(") ").rsplit(",", 1)[-1]) if "," in hive_type else 0
+        data.decimalStats = hms.DecimalColumnStatsData(
+            lowValue=_decimal(col.low, scale) if col.low is not None else None,
+            highValue=_decimal(col.high, scale) if col.high is not None else None,
+            numNulls=col.nulls,
+            numDVs=col.distinct,
+        )
+    elif col.kind == "DateType":
+        data.dateStats = hms.DateColumnStatsData(
+            lowValue=hms.Date((col.low - _EPOCH).days) if col.low is not None else None,
+            highValue=hms.Date((col.high - _EPOCH).days) if col.high is not None else None,
+            numNulls=col.nulls,
+            numDVs=col.distinct,
+        )
+    elif col.kind == "StringType":
+        data.stringStats = hms.StringColumnStatsData(
+            maxColLen=col.max_len or 0,
+            avgColLen=col.avg_len or 0.0,
+            numNulls=col.nulls,
+            numDVs=col.distinct,
+        )
+    elif col.kind == "BinaryType":
+        data.binaryStats = hms.BinaryColumnStatsData(
+            maxColLen=col.max_len or 0, avgColLen=col.avg_len or 0.0, numNulls=col.nulls
+        )
+    elif col.kind == "BooleanType":
+        data.booleanStats = hms.BooleanColumnStatsData(
+            numTrues=col.trues or 0, numFalses=col.falses or 0, numNulls=col.nulls
+        )
+    else:
+        return None
+    return hms.ColumnStatisticsObj(colName=col.name.lower(), colType=hive_type, statsData=data)
+
+
+def basic_parameters(result: PartitionResult, columns: Iterable[str]) -> dict[str, str]:
+    """``numRows numFiles totalSize COLUMN_STATS_ACCURATE`` and Spark's two basic keys."""
+    accurate = {"BASIC_STATS": "true", "COLUMN_STATS": dict.fromkeys(sorted(columns), "true")}
+    return {
+        "numRows": str(result.rows),
+        "numFiles": str(result.files),
+        "totalSize": str(result.bytes),
+        "COLUMN_STATS_ACCURATE": json.dumps(accurate, separators=(",", ":")),
+        "DO_NOT_UPDATE_STATS": "true",
+        SPARK_PREFIX + "numRows": str(result.rows),
+        SPARK_PREFIX + "totalSize": str(result.bytes),
+    }
+
+
+def _column_statistics(
+    result: PartitionResult, types: dict[str, str], db: str, table: str, part_name: str | None
+) -> Any:
+    objs = [
+        obj
+        for col in result.columns.values()
+        if col.name.lower() in types
+        and (obj := hms_column_stats(col, types[col.name.lower()])) is not None
+    ]
+    desc = hms.ColumnStatisticsDesc(
+        isTblLevel=part_name is None,
+        dbName=db,
+        tableName=table,
+        partName=part_name,
+        lastAnalyzed=int(time.time()),
+    )
+    return hms.ColumnStatistics(statsDesc=desc, statsObj=objs)
+
+
+def write(client: MetastoreClient, result: TableResult, *, table_columns: bool = True) -> int:
+    """Write ``result`` to HMS: every partition it read, then the table.
+
+    ``table_columns=False`` (the job read only some partitions) writes the
+    table's basic counts but leaves its column statistics alone.
+
+    Returns the number of HMS write calls made. Raises the client's errors
+    (:class:`MetastoreError`, :class:`NotFoundError`).
+    """
+    db, name = result.db, result.table
+    table = client.get_table(db, name)
+    types = {f.name.lower(): f.type for f in table.sd.cols or []}
+    stats_cols = [
+        c.lower()
+        for c, col in result.table_level.columns.items()
+        if col.kind != "TimestampType" and c.lower() in types
+    ]
+    calls = 0
+    if result.partitions:
+        by_name = {p.name: p for p in result.partitions}
+        for part in client.get_partitions_by_names(db, name, list(by_name)):
+            res = by_name[_part_name(table, part)]
+            part.parameters = {
+                **(part.parameters or {}),
+                **basic_parameters(res, stats_cols),
+            }
+            client.call("alter_partition", db, name, part, what=f"partition {res.name}")
+            stats = _column_statistics(res, types, db, name, res.name)
+            if stats.statsObj:
+                client.call("update_partition_column_statistics", stats, what=res.name)
+            calls += 2
+    params = {
+        k: v
+        for k, v in (table.parameters or {}).items()
+        if not any(k.startswith(f"{SPARK_COL_PREFIX}{c}.") for c in result.table_level.columns)
+    }
+    basic = basic_parameters(result.table_level, stats_cols)
+    if not table_columns:
+        basic.pop("COLUMN_STATS_ACCURATE")
+        params = dict(table.parameters or {})
+    params.update(basic)
+    for col in result.table_level.columns.values() if table_columns else ():
+        params.update(spark_column_properties(col, decimal_bytes=_decimal_bytes(types, col)))
+    table.parameters = params
+    client.call("alter_table", db, name, table, what=f"table {db}.{name}")
+    stats = _column_statistics(result.table_level, types, db, name, None)
+    if stats.statsObj and table_columns:
+        client.call("update_table_column_statistics", stats, what=f"table {db}.{name}")
+    return calls + 2
+
+
+def _decimal_bytes(types: dict[str, str], col: ColumnResult) -> int:
+    text = types.get(col.name.lower(), "")
+    digits = "".join(ch if ch.isdigit() else " " for ch in text).split()
+    return 8 if not digits or int(digits[0]) <= 18 else 16
+
+
+def _part_name(table: Any, part: Any) -> str:
+    from subscriber.protocol.keys import make_partition_name
+
+    return make_partition_name([k.name.lower() for k in table.partitionKeys], list(part.values))
