@@ -104,6 +104,14 @@ class Metrics:
         self.admin_commands = Counter(
             "catalogd_admin_commands", "Admin commands", ("command", "outcome"), registry=reg
         )
+        self.auth_failures = gauge(
+            "auth_failures", "Failed CURVE authentications since start", ("domain",)
+        )
+        self.ha_role = gauge("ha_role", "1 for this process's HA role, 0 for the others", ("role",))
+        self.embedded_hms_up = gauge("embedded_hms_up", "1 while the embedded HMS JVM runs")
+        self.embedded_hms_restarts = gauge(
+            "embedded_hms_restarts", "Restarts of the embedded HMS after its JVM died"
+        )
 
     # -- fed by the daemon
 
@@ -151,6 +159,21 @@ class Metrics:
             self._client_series = keep
         self.subscribers.set(len(clients))
         self.max_lag.set(max(lags.values(), default=0))
+
+    def set_auth_failures(self, failures: Mapping[str, int]) -> None:
+        """Record the failed authentications so far, by ZAP domain (subscribers, admin)."""
+        for domain, count in failures.items():
+            self.auth_failures.labels(domain=domain).set(count)
+
+    def set_embedded_hms(self, report: Mapping[str, Any]) -> None:
+        """Record the embedded HMS's supervision report (MetastoreSupervisor.report)."""
+        self.embedded_hms_up.set(1 if report.get("state") == "running" else 0)
+        self.embedded_hms_restarts.set(report.get("restarts", 0))
+
+    def set_role(self, role: str) -> None:
+        """Record the HA role: "active", "standby" or "fenced" (HA off: never called)."""
+        for name in ("active", "standby", "fenced"):
+            self.ha_role.labels(role=name).set(1 if name == role else 0)
 
     def observe_hms_call(self, method: str, seconds: float, error: str | None = None) -> None:
         """One HMS call: its latency, and the error class name when it failed."""

@@ -23,13 +23,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import idl
 from subscriber import privileges, reads
 from subscriber.cache import CacheView, ChangeEvent
+from subscriber.curve import KeySource, client_keys
 from subscriber.protocol.delta import Entry
-from subscriber.protocol.errors import CatalogTimeoutError, ForkedProcessError, NotFoundError
+from subscriber.protocol.errors import (
+    AuthenticationError,
+    CatalogTimeoutError,
+    ForkedProcessError,
+    InvalidRequestError,
+    NotFoundError,
+)
 from subscriber.protocol.keys import (
     AUTHORIZATION_PREFIXES,
     CACHE_POOL_PREFIX,
@@ -40,6 +47,9 @@ from subscriber.protocol.keys import (
 from subscriber.reads import PartitionSpec
 from subscriber.sync import Step, SyncMachine
 from subscriber.transport import SubscriberTransport, TransportConfig, TransportStats
+
+if TYPE_CHECKING:
+    from subscriber.metastore.endpoint import MetastoreEndpoint
 
 __all__ = ["CatalogSubscriber", "Listener", "PartitionSpec"]
 
@@ -57,27 +67,49 @@ class CatalogSubscriber:
 
     Args:
         endpoint: catalogd's address, e.g. ``tcp://host:26500`` (the only one
-            needed: the publisher's address is learned in the handshake).
+            needed: the publisher's address is learned in the handshake), or
+            the addresses of an HA pair (``["tcp://a:26500", "tcp://b:26500"]``):
+            they are tried in turn, the active one answers (a standby binds
+            nothing), and when it goes silent the next is tried; reads keep
+            answering from the cache meanwhile.
         databases: follow only these databases (plus global objects such as
             privileges and cache pools); None follows everything.
         client_id: how catalogd names this subscriber (default: host-pid-random).
         rcvhwm: the SUB socket's receive high-water mark (messages).
         stale_after_heartbeats: heartbeat intervals of silence before
             :attr:`is_stale` turns true and the subscriber reconnects.
+        server_key: catalogd's public CURVE key, when catalogd uses keys: a
+            certificate file (``server.key``) or the 40-character Z85 key.
+        client_key: this client's secret key: its ``NAME.key_secret`` file or the
+            Z85 secret key. Give both or neither; a refused key shows in
+            :attr:`last_error` (and :attr:`is_synced` stays false).
+
+    Raises:
+        InvalidRequestError: only one of the keys given, or a key that cannot be read.
     """
 
     def __init__(
         self,
-        endpoint: str,
+        endpoint: str | Iterable[str],
         *,
         databases: Iterable[str] | None = None,
         client_id: str | None = None,
         rcvhwm: int = 100_000,
         stale_after_heartbeats: float = 3.0,
         request_timeout_s: float = 30.0,
+        server_key: KeySource | None = None,
+        client_key: KeySource | None = None,
     ) -> None:
+        if (server_key is None) != (client_key is None):
+            raise InvalidRequestError("give both server_key and client_key, or neither")
+        keys = None if server_key is None else client_keys(server_key, client_key or "")
         dbs = None if databases is None else tuple(sorted({d.lower() for d in databases}))
+        endpoints = (endpoint,) if isinstance(endpoint, str) else tuple(endpoint)
+        if not endpoints:
+            raise InvalidRequestError("give at least one catalogd endpoint")
         self.client_id = client_id or f"{os.uname().nodename}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.databases = dbs
+        """The databases followed (lower case, sorted); None: all."""
         self._pid = os.getpid()
         self._machine = SyncMachine(
             databases=dbs,
@@ -86,12 +118,14 @@ class CatalogSubscriber:
         )
         self._transport = SubscriberTransport(
             TransportConfig(
-                endpoint=endpoint,
+                endpoint=endpoints[0],
+                endpoints=endpoints,
                 databases=dbs,
                 client_id=self.client_id,
                 rcvhwm=rcvhwm,
                 stale_after_heartbeats=stale_after_heartbeats,
                 request_timeout_s=request_timeout_s,
+                curve=keys,
             ),
             self._machine,
             self._after_step,
@@ -144,6 +178,12 @@ class CatalogSubscriber:
     @property
     def is_synced(self) -> bool:
         return self._machine.synced
+
+    @property
+    def last_error(self) -> AuthenticationError | None:
+        """Why catalogd refused the last connection attempt (a refused or missing
+        CURVE key, a wrong server key), or None once a handshake succeeds."""
+        return self._transport.last_error
 
     @property
     def is_stale(self) -> bool:
@@ -295,6 +335,28 @@ class CatalogSubscriber:
         columns = [c.columnName.lower() for c in (header.clustering_columns or [])]
         found = reads.partition_entries(view, name, columns, spec)
         return [self._decode(entry).hdfs_partition for entry in found]
+
+    def request_reload(self, db: str, table: str | None = None) -> None:
+        """Ask catalogd to reload ``db.table`` from HMS now (``table`` None: the
+        database's table names and functions), as after a write made elsewhere.
+        One-way and non-blocking: watch the cache (or :meth:`wait_for_version`)."""
+        self._transport.send_request(
+            svc.TRequest(
+                load_table=svc.TLoadTableRequest(db_name=db, tbl_name=table or "", reload=True)
+            )
+        )
+
+    def metastore_endpoint(
+        self, upstream: str, listen: str = "127.0.0.1:0", **options: Any
+    ) -> MetastoreEndpoint:
+        """An HMS Thrift endpoint answering reads from this cache and forwarding the
+        rest to ``upstream`` (``thrift://host:port``); use it as a context manager
+        and give its ``uri`` to Spark as ``spark.hadoop.hive.metastore.uris``.
+        ``options``: the other :class:`~subscriber.metastore.endpoint.EndpointConfig`
+        fields. See :mod:`subscriber.metastore`."""
+        from subscriber.metastore.endpoint import EndpointConfig, MetastoreEndpoint
+
+        return MetastoreEndpoint(self, EndpointConfig(upstream=upstream, listen=listen, **options))
 
     # -- privileges and cache pools --------------------------------------------------------
 

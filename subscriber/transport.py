@@ -23,10 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 import idl
+from subscriber import curve
+from subscriber.curve import ClientKeys
 from subscriber.protocol import codec, wire
-from subscriber.protocol.errors import ProtocolError
+from subscriber.protocol.errors import AuthenticationError, ProtocolError
 from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk
 from subscriber.sync import ActionKind, Phase, Step, SyncMachine
 
@@ -58,6 +61,10 @@ class TransportConfig:
     stale_after_heartbeats: float = 3.0
     tick_s: float = 0.05
     max_message_bytes: int = 1 << 30
+    curve: ClientKeys | None = None
+    """CURVE keys for both sockets (see :mod:`subscriber.curve`); None: plain TCP."""
+    endpoints: tuple[str, ...] = ()
+    """HA: every catalogd's address; each session tries the next after ``endpoint``."""
 
 
 class SubscriberTransport:
@@ -92,6 +99,11 @@ class SubscriberTransport:
         self._snapshot_rid: int | None = None
         self._catch_up_rid: int | None = None
         self._dealer: zmq.Socket | None = None
+        self.last_error: AuthenticationError | None = None
+        """Why the last security handshake failed (None after one succeeds)."""
+        self._logged: set[str] = set()  # the few failure texts already logged
+        self.endpoint = config.endpoint
+        """The address of the current (or next) session."""
 
     def start(self) -> None:
         self._thread.start()
@@ -126,6 +138,15 @@ class SubscriberTransport:
             except Exception:  # noqa: BLE001 - the thread must survive anything
                 log.exception("subscriber transport failed; reconnecting")
                 self._stop.wait(0.5)
+            self._next_endpoint()
+
+    def _next_endpoint(self) -> None:
+        """HA: a session ended (no answer, or silence): try the next catalogd. Only the
+        active one binds its sockets, so the one that answers is the one to follow."""
+        ring = self.config.endpoints
+        if len(ring) > 1:
+            at = ring.index(self.endpoint) if self.endpoint in ring else -1
+            self.endpoint = ring[(at + 1) % len(ring)]
 
     def _goodbye(self, dealer: zmq.Socket) -> None:
         """Tell catalogd we are gone, so admin barriers stop counting on us."""
@@ -144,10 +165,13 @@ class SubscriberTransport:
         """One connection: handshake, subscribe, serve until reconnect or stop."""
         dealer = self._context.socket(zmq.DEALER)
         sub: zmq.Socket | None = None
+        # The monitor is how a refused key shows: libzmq tells the application nothing else.
+        self._monitor = dealer.get_monitor_socket(curve.HANDSHAKE_EVENTS)
         try:
             dealer.setsockopt(zmq.LINGER, 0)
             dealer.setsockopt(zmq.MAXMSGSIZE, self.config.max_message_bytes)
-            dealer.connect(self.config.endpoint)
+            curve.apply(dealer, self.config.curve)
+            dealer.connect(self.endpoint)
             welcome = self._handshake(dealer)
             if welcome is None:
                 return
@@ -155,6 +179,7 @@ class SubscriberTransport:
             sub.setsockopt(zmq.LINGER, 0)
             sub.setsockopt(zmq.RCVHWM, self.config.rcvhwm)
             sub.setsockopt(zmq.MAXMSGSIZE, self.config.max_message_bytes)
+            curve.apply(sub, self.config.curve)
             for prefix in wire.subscriptions(self.config.databases):
                 sub.setsockopt(zmq.SUBSCRIBE, prefix)
             sub.connect(self._pub_endpoint(welcome.pub_endpoint))
@@ -165,6 +190,9 @@ class SubscriberTransport:
                 self._goodbye(dealer)
         finally:
             self._dealer = None
+            with contextlib.suppress(zmq.ZMQError):
+                dealer.disable_monitor()
+            self._monitor.close(linger=0)
             dealer.close(linger=0)
             if sub is not None:
                 sub.close(linger=0)
@@ -188,17 +216,37 @@ class SubscriberTransport:
                 self.stats.reconnects += 1
                 self._handle(self.machine.on_tick(time.monotonic()))
                 return None  # nobody answered: a new socket, a new try
+            self._check_handshake()
             if dealer.poll(int(min(remaining, 0.2) * 1000)):
                 response = self._receive(dealer)
                 if response is not None and response.welcome is not None:
                     return response.welcome
         return None
 
+    def _check_handshake(self) -> None:
+        """Read the DEALER's monitor: remember a failed handshake, forget it on success."""
+        while self._monitor.poll(0):
+            try:
+                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
+            except zmq.ZMQError:
+                return
+            if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.last_error = None
+                continue
+            error = curve.handshake_failure(
+                event, self.endpoint, with_keys=self.config.curve is not None
+            )
+            if error is not None:
+                if str(error) not in self._logged:  # once per kind, not per retry
+                    self._logged.add(str(error))
+                    log.warning("%s", error)
+                self.last_error = error
+
     def _pub_endpoint(self, advertised: str) -> str:
         head, _, port = advertised.rpartition(":")
         host = head.split("://", 1)[-1]
         if host in ("0.0.0.0", "*", "[::]", "::"):
-            connect_host = self.config.endpoint.split("://", 1)[-1].rpartition(":")[0]
+            connect_host = self.endpoint.split("://", 1)[-1].rpartition(":")[0]
             return f"tcp://{connect_host}:{port}"
         return advertised
 
@@ -206,6 +254,7 @@ class SubscriberTransport:
         poller = zmq.Poller()
         poller.register(dealer, zmq.POLLIN)
         poller.register(sub, zmq.POLLIN)
+        poller.register(self._monitor, zmq.POLLIN)
         last_hello = 0.0
         while not self._stop.is_set():
             if self.machine.phase is Phase.JOINING and time.monotonic() - last_hello > 0.1:
@@ -214,6 +263,8 @@ class SubscriberTransport:
                 self._send(self._hello())
                 last_hello = time.monotonic()
             ready = dict(poller.poll(int(self.config.tick_s * 1000)))
+            if self._monitor in ready:
+                self._check_handshake()
             if sub in ready:
                 for _ in range(1000):  # bounded batch, then look at the rest
                     try:

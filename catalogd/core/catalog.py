@@ -88,6 +88,25 @@ class Catalog:
         self._counts: dict[str, int] = {}
         self._live = 0
 
+    def skip_to(self, version: int) -> None:
+        """Renumber every live entry above ``version`` (call once, before serving).
+
+        A catalogd taking over as the active (HA) loaded its catalog on its own, so
+        its entries' versions mean nothing to subscribers of the old active: they
+        are given ``version + 1``, ``version + 2``, ... in their current order, so
+        every version a subscriber sees after the takeover, of the snapshot and of
+        each entry in it, is above every version the old active may have published.
+        Tombstones go and the floor moves up: no delta spans the gap, subscribers
+        of this service take a snapshot.
+        """
+        live = [e for e in self._entries.values() if e.payload is not None]
+        self._entries = {}
+        self._tombstones.clear()
+        for offset, entry in enumerate(live, start=1):
+            self._entries[entry.key] = Entry(entry.key, version + offset, entry.payload)
+        self._version = version + len(live)
+        self._floor = self._version
+
     # -- reading -----------------------------------------------------------------
 
     @property

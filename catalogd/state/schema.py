@@ -50,6 +50,8 @@ __all__ = [
     "cache_pool",
     "create_engine",
     "database_errors",
+    "ha_lease",
+    "ha_member",
     "mark_id",
     "schema_version",
     "upgrade_schema",
@@ -115,6 +117,31 @@ admin_audit = sa.Table(
 )
 
 
+# One row (id 1) once HA is used: who is the active catalogd, under which epoch, until
+# when (microseconds on the database's clock), and where it serves (catalogd.ha.lease).
+ha_lease = sa.Table(
+    "ha_lease",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("holder", sa.String(255), nullable=False),
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("expires_us", sa.BigInteger, nullable=False),
+    sa.Column("endpoint", sa.String(255), nullable=False),
+    sa.Column("admin", sa.String(255), nullable=False),
+)
+
+
+# Every HA node's last sign of life (its lease step), for ``admin status`` -> peers.
+ha_member = sa.Table(
+    "ha_member",
+    metadata,
+    sa.Column("holder", sa.String(255), primary_key=True),
+    sa.Column("endpoint", sa.String(255), nullable=False),
+    sa.Column("admin", sa.String(255), nullable=False),
+    sa.Column("seen_us", sa.BigInteger, nullable=False),
+)
+
+
 def mark_id(db: str, table: str, partition: str | None) -> str:
     """The primary key of a cache mark (names already normalized)."""
     text = f"{db}\0{table}\0{partition or ''}"
@@ -128,8 +155,18 @@ def _v1(conn: sa.Connection) -> None:
         conn.execute(version_mark.insert().values(id=1, mark=0))
 
 
+def _v2(conn: sa.Connection) -> None:
+    # The HA lease row, never held (epoch 0, expired): the first claimant takes epoch 1.
+    ha_lease.create(conn, checkfirst=True)
+    ha_member.create(conn, checkfirst=True)
+    if conn.execute(sa.select(ha_lease.c.id)).first() is None:
+        conn.execute(
+            ha_lease.insert().values(id=1, holder="", epoch=0, expires_us=0, endpoint="", admin="")
+        )
+
+
 # version -> the step that upgrades a schema of version - 1 to it.
-STEPS: dict[int, Callable[[sa.Connection], None]] = {1: _v1}
+STEPS: dict[int, Callable[[sa.Connection], None]] = {1: _v1, 2: _v2}
 LATEST = max(STEPS)
 
 

@@ -17,7 +17,14 @@ Contract: after any restart, ``kill -9`` and power loss included,
 next ``block - 1`` versions cost no I/O (a restart then skips at most
 ``block - 1`` versions, which is harmless: versions need only grow).
 
-Concurrency: one catalogd (one writer) per state store is the supported shape.
+Fencing (HA, :mod:`catalogd.ha`): after :meth:`StateStore.enable_fencing`, every
+write transaction (``reserve``, pools, marks, audit) first checks, under the lease
+row's lock, that the lease still carries this process's epoch
+(:meth:`StateStore.set_epoch`; None: a standby, which may not write), and raises
+:class:`NotActiveError` otherwise. So an old active cannot reserve versions or write
+state once a new active took over. The lease itself: :meth:`StateStore.step_lease`.
+
+Concurrency without HA: one catalogd (one writer) per state store is the supported shape.
 Two processes racing cannot lower the mark: the write is a single atomic
 ``UPDATE ... SET mark = CASE WHEN mark < :new THEN :new ELSE mark END``, which
 PostgreSQL and InnoDB run under a row lock and SQLite under its database
@@ -60,6 +67,7 @@ from catalogd.core.cache_pools import (
     check_pool_name,
     describe_marks,
 )
+from catalogd.state.fencing import FencedStore
 from catalogd.state.schema import (
     admin_audit,
     cache_mark,
@@ -92,7 +100,7 @@ def sqlite_url(path: str) -> str:
     return f"sqlite:///{path}"
 
 
-class StateStore:
+class StateStore(FencedStore):
     """catalogd's state in one SQL database. Build with :meth:`open`.
 
     Args:
@@ -108,6 +116,8 @@ class StateStore:
         self._lock = threading.Lock()
         self._reserved = -1  # the mark this process last persisted (-1: none yet)
         self._closed = False
+        self._fencing = False  # HA: every write checks the lease epoch (FencedStore)
+        self._epoch: int | None = None
         self.url = engine.url.render_as_string(hide_password=True)
 
     def _db(self, doing: str) -> AbstractContextManager[None]:
@@ -163,6 +173,11 @@ class StateStore:
     def block(self) -> int:
         return self._block
 
+    @property
+    def backend(self) -> str:
+        """The database dialect: "sqlite", "postgresql", "mysql", ..."""
+        return self._engine.dialect.name
+
     # -- version high-water mark
 
     def high_water_mark(self) -> int:
@@ -189,6 +204,7 @@ class StateStore:
                 return self._reserved
             wanted = version + self._block - 1
             with self._db("persist the version high-water mark"), self._engine.begin() as conn:
+                self._fence(conn)
                 conn.execute(
                     version_mark.update().values(
                         mark=sa.case(
@@ -221,6 +237,7 @@ class StateStore:
         """
         pool = CachePool(check_pool_name(name), owner, check_limit(limit_bytes))
         with self._db(f"add cache pool {pool.name!r}"), self._engine.begin() as conn:
+            self._fence(conn)
             if _pool_row(conn, pool.name) is not None:
                 raise ConflictError(f"cache pool {pool.name!r} already exists")
             try:
@@ -253,6 +270,7 @@ class StateStore:
         if limit_bytes is not ...:
             changes["limit_bytes"] = check_limit(limit_bytes)
         with self._db(f"alter cache pool {key!r}"), self._engine.begin() as conn:
+            self._fence(conn)
             if _pool_row(conn, key) is None:
                 raise NotFoundError(f"cache pool {key!r} does not exist")
             if changes:
@@ -270,6 +288,7 @@ class StateStore:
         """
         key = check_pool_name(name)
         with self._db(f"remove cache pool {key!r}"), self._engine.begin() as conn:
+            self._fence(conn)
             row = _pool_row(conn, key)
             if row is None:
                 raise NotFoundError(f"cache pool {key!r} does not exist")
@@ -305,6 +324,7 @@ class StateStore:
         """
         mark = CacheMark.of(db, table, partition, check_pool_name(pool))
         with self._db(f"mark {mark.display_name} cached"), self._engine.begin() as conn:
+            self._fence(conn)
             if _pool_row(conn, mark.pool) is None:
                 raise NotFoundError(f"cache pool {mark.pool!r} does not exist")
             ident = mark_id(mark.db, mark.table, mark.partition)
@@ -335,6 +355,7 @@ class StateStore:
         if partition is not None:
             where = cache_mark.c.id == mark_id(probe.db, probe.table, probe.partition)
         with self._db(f"uncache {probe.display_name}"), self._engine.begin() as conn:
+            self._fence(conn)
             removed = [
                 CacheMark.from_row(r) for r in conn.execute(sa.select(cache_mark).where(where))
             ]
@@ -385,6 +406,7 @@ class StateStore:
         except (TypeError, ValueError) as exc:
             raise InvalidRequestError(f"audit args of {command!r} are not JSON: {exc}") from exc
         with self._db(f"record admin command {command!r}"), self._engine.begin() as conn:
+            self._fence(conn)
             result = conn.execute(
                 admin_audit.insert().values(
                     at_us=_to_epoch_us(at),
