@@ -38,6 +38,8 @@ DATA_DIRS = {
     "cache": ("catalogd-bench-hms", "catalogd-bench-hms-quick"),
     "freshness": ("catalogd-bench-hms", "catalogd-bench-hms-quick"),
     "sync": ("catalogd-bench-sync", "catalogd-bench-sync"),
+    "hms_endpoint": ("catalogd-bench-hms", "catalogd-bench-hms-quick"),
+    "sql_load": ("catalogd-bench-sql", "catalogd-bench-sql-quick"),
 }
 
 # name -> (script, full-size arguments, quick arguments)
@@ -52,6 +54,18 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "codec": ("codec_bench.py", [], ["--n", "20000", "--repeat", "1"]),
     "freshness": ("freshness_bench.py", [], [*QUICK_HMS, "--poll-tables", "100", "--rounds", "3"]),
     "state": ("state_bench.py", [], []),
+    "hms_endpoint": ("hms_endpoint_bench.py", [], [
+        *QUICK_HMS, "--repeats", "2", "--seconds", "3"]),
+    "faults": ("faults.py", [], ["--quick"]),
+    "sql_load": ("sql_load_bench.py", [], [
+        "--tables", "20", "--per-table", "50", "--big", "5000",
+        "--large-tables", "20", "--large-per-table", "5000", "--quick-names"]),
+    "stats": ("stats_bench.py", [], [
+        "--partitions", "100", "--files", "10", "--rows", "1000000", "--repeat", "2"]),
+    "failover": ("failover_bench.py", [], ["--quick"]),
+    "curve": ("curve_bench.py", [], [
+        "--subscribers", "1,10", "--changes", "50", "--rate", "20",
+        "--tables", "100", "--partitions", "100"]),
 }  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """The ``catalogd`` command line.
 
 Sub-commands: ``serve``, ``dump``, ``config show`` here; ``admin ...`` in
-:mod:`catalogd.admin.cli`.
+:mod:`catalogd.admin.cli`; ``keys generate`` in :mod:`catalogd.security.cli`.
 
 Exit codes: 0 success; 1 an unexpected error; 2 bad usage or input; 3 a
 service (HMS, catalogd) unreachable; 4 an object not found. ``admin`` adds
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from catalogd.admin import cli as admin_cli
+from catalogd.security import cli as keys_cli
+from catalogd.stats import cli as stats_cli
 from subscriber.protocol.errors import (
     CatalogError,
     InvalidRequestError,
@@ -29,9 +31,10 @@ from subscriber.protocol.errors import (
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_NOT_FOUND = 0, 1, 2, 3, 4
 
 EPILOG = """exit codes: 0 ok, 1 error, 2 bad usage or input, 3 HMS or catalogd unreachable,
-4 not found (admin adds 5-7: see catalogd admin --help). With no --hms, catalogd
-starts an embedded Hive Metastore (Derby, from the pyspark jars; needs Java 17)
-in DATA_DIR/hms."""
+4 not found (admin adds 5-7: see catalogd admin --help); serve --ha: 75 this node
+lost the HA lease and stopped (restart it: it comes back as the standby). With no
+--hms, catalogd starts an embedded Hive Metastore (Derby, from the pyspark jars;
+needs Java 17) in DATA_DIR/hms."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
         "summary, or with --json one line per object (key, type, version).",
     )
     dump.add_argument("--hms", metavar="thrift://HOST:PORT", help="Hive Metastore address")
+    dump.add_argument(
+        "--hms-db",
+        metavar="URL",
+        help="read the HMS backing database directly instead (a SQLAlchemy URL such as "
+        "postgresql+psycopg://reader@host/metastore; HMS 2.3 schema)",
+    )
     dump.add_argument("--data-dir", type=Path, default=Path("data"), help="for the embedded HMS")
     dump.add_argument("--json", action="store_true", help="one JSON object per catalog object")
 
@@ -76,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _config_flags(show)
     admin_cli.add_parser(commands)
+    stats_cli.add_parser(commands)
+    keys_cli.add_parser(commands)
     return parser
 
 
@@ -91,6 +102,16 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
     for key in KEYS:
         if key.flag == "--log-level":
             continue  # a global option, see catalogd --help
+        if key.kind is bool:
+            parser.add_argument(
+                key.flag,
+                dest=key.name,
+                action="store_const",
+                const=True,
+                default=None,
+                help=f"{key.name}: set it to true",
+            )
+            continue
         parser.add_argument(
             key.flag,
             dest=key.name,
@@ -122,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "admin":
             return admin_cli.run(args)
+        if args.command == "stats":
+            return stats_cli.run(args)
+        if args.command == "keys":
+            return keys_cli.run(args)
     except NotFoundError as exc:
         print(f"catalogd: not found: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
@@ -148,9 +173,16 @@ def _dump(args: argparse.Namespace) -> int:
     from subscriber.protocol.keys import object_type_of
 
     with ExitStack() as stack:
-        uri = open_metastore(stack, (args.hms,) if args.hms else (), args.data_dir)
-        client = stack.enter_context(MetastoreClient(uri))
-        objects, stats = loader.load_catalog(loader.ThriftSource(client))
+        if args.hms_db:
+            from catalogd.metastore.sql import SqlSource
+
+            source: loader.MetastoreSource = SqlSource(args.hms_db)
+            stack.callback(source.close)
+            uri = source.address
+        else:
+            uri = open_metastore(stack, (args.hms,) if args.hms else (), args.data_dir)
+            source = loader.ThriftSource(stack.enter_context(MetastoreClient(uri)))
+        objects, stats = loader.load_catalog(source)
     catalog = Catalog()
     catalog.commit(convert.encode_all(objects))
     out = sys.stdout

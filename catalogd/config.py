@@ -58,6 +58,7 @@ class HmsConfig:
     uris: tuple[str, ...] = ()  # empty: start the embedded HMS in data_dir/hms
     timeout_s: float = 60.0
     retries: int = 3
+    db_url: str = ""  # the HMS backing database, read directly (catalogd.metastore.sql)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,20 @@ class ListenConfig:
     admin_bind: str = f"tcp://127.0.0.1:{DEFAULT_ADMIN_PORT}"
     advertise_host: str | None = None  # None: the host each subscriber connected to
     heartbeat_interval_s: float = 1.0
+    insecure: bool = False  # allow a non-loopback bind without keys (warned about)
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    """CURVE keys (catalogd.security); all three or none. Paths, never key material."""
+
+    server_key: Path | None = None  # the server's secret certificate file (mode 0600)
+    subscriber_keys: Path | None = None  # directory of public keys allowed to subscribe
+    admin_keys: Path | None = None  # directory of public keys allowed to run admin commands
+
+    @property
+    def enabled(self) -> bool:
+        return self.server_key is not None
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,12 @@ class DetectorConfig:
 
 
 @dataclass(frozen=True)
+class FilesConfig:
+    tables: tuple[str, ...] = ()  # databases or db.table names that carry file metadata
+    max_listings_per_interval: int = 1000  # directory listings per detection interval
+
+
+@dataclass(frozen=True)
 class LogConfig:
     level: str = "INFO"
     format: str = "text"
@@ -96,6 +117,15 @@ class LogConfig:
 @dataclass(frozen=True)
 class MetricsConfig:
     bind: str | None = None  # "host:port" serves /metrics; None: off
+
+
+@dataclass(frozen=True)
+class HaConfig:
+    enabled: bool = False  # active/standby through a lease in the (shared) state store
+    lease_s: float = 3.0
+    renew_interval_s: float = 1.0
+    advertise: str | None = None  # subscriber endpoint others reach; None: server.bind
+    advertise_admin: str | None = None  # admin endpoint others reach; None: admin_bind
 
 
 @dataclass(frozen=True)
@@ -108,8 +138,11 @@ class Config:
     state: StateConfig = StateConfig()
     loader: LoaderConfig = LoaderConfig()
     detector: DetectorConfig = DetectorConfig()
+    files: FilesConfig = FilesConfig()
     log: LogConfig = LogConfig()
     metrics: MetricsConfig = MetricsConfig()
+    security: SecurityConfig = SecurityConfig()
+    ha: HaConfig = HaConfig()
 
 
 # -- value checks: typed value in, normalized value out, ValueError when impossible
@@ -119,6 +152,7 @@ _ZMQ_TCP = re.compile(rf"tcp://{_HOST}:(\*|\d{{1,5}})")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 _DB_URL = re.compile(r"[A-Za-z][A-Za-z0-9]*(\+[A-Za-z0-9_]+)?://\S*")
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
 def _positive(value: float) -> float:
@@ -145,6 +179,12 @@ def _uris(value: tuple[str, ...]) -> tuple[str, ...]:
     return value
 
 
+def _names(value: tuple[str, ...]) -> tuple[str, ...]:
+    if any(not name or name.count(".") > 1 for name in value):
+        raise ValueError
+    return tuple(name.lower() for name in value)
+
+
 def _zmq(optional: bool) -> Callable[[str], str | None]:
     def check(value: str) -> str | None:
         if optional and value == "":
@@ -167,6 +207,10 @@ def _path(value: str) -> Path:
     if not value.strip():
         raise ValueError
     return Path(value)
+
+
+def _optional_path(value: str) -> Path | None:
+    return Path(value) if value.strip() else None
 
 
 def _db_url(value: str) -> str:
@@ -221,6 +265,10 @@ class Key:
 _SECONDS = "a number of seconds > 0"
 _ZMQ = "a ZeroMQ address tcp://HOST:PORT (PORT 1-65535 or *)"
 _HMS = "Hive Metastore URIs like thrift://host:9083 (none: embedded HMS)"
+_HMS_DB = (
+    "a SQLAlchemy URL of the HMS database like postgresql+psycopg://reader@host/metastore, "
+    'or "" to read HMS over Thrift'
+)
 _DB = 'a SQLAlchemy URL like postgresql+psycopg://user@host/db, or "" for SQLite in data_dir'
 DETECTION_MODES = ("auto", "events", "poll", "off")
 _DETECTION = "one of " + ", ".join(f'"{mode}"' for mode in DETECTION_MODES)
@@ -231,6 +279,7 @@ KEYS: tuple[Key, ...] = (
     Key("hms.uris", tuple, _uris, _HMS, "--hms"),
     Key("hms.timeout_s", float, _positive, _SECONDS, "--hms-timeout"),
     Key("hms.retries", int, _count(0, 100), "an integer from 0 to 100", "--hms-retries"),
+    Key("hms.db_url", str, _db_url, _HMS_DB, "--hms-db"),
     Key("server.bind", str, _zmq(False), _ZMQ, "--bind"),
     Key("server.pub_bind", str, _zmq(True), _ZMQ + ' or ""', "--pub-bind"),
     Key("server.admin_bind", str, _zmq(False), _ZMQ, "--admin-bind"),
@@ -238,6 +287,7 @@ KEYS: tuple[Key, ...] = (
         "--advertise-host"),
     Key("server.heartbeat_interval_s", float, _positive, _SECONDS, "--heartbeat-interval",
         live=True),
+    Key("server.insecure", bool, bool, "true or false", "--insecure"),
     Key("state.url", str, _db_url, _DB, "--state-db"),
     Key("loader.pool_size", int, _count(1, 256), "an integer from 1 to 256",
         "--loader-pool-size"),
@@ -247,10 +297,24 @@ KEYS: tuple[Key, ...] = (
         "--poll-max-calls-per-s"),
     Key("detector.privileges_poll_interval_s", float, _positive, _SECONDS,
         "--privileges-poll-interval", live=True),
+    Key("files.tables", tuple, _names, "database or db.table names", "--file-metadata"),
+    Key("files.max_listings_per_interval", int, _count(1, 10_000_000),
+        "an integer from 1 to 10000000", "--file-listings-per-interval"),
     Key("log.level", str, _level, "one of " + ", ".join(LEVELS), "--log-level", live=True),
     Key("log.format", str, _one_of("text", "json"), '"text" or "json"', "--log-format",
         live=True),
     Key("metrics.bind", str, _metrics_bind, _METRICS, "--metrics-bind"),
+    Key("security.server_key", str, _optional_path, 'a secret key file, or "" for none',
+        "--server-key"),
+    Key("security.subscriber_keys", str, _optional_path,
+        'a directory of subscriber public keys, or ""', "--subscriber-keys"),
+    Key("security.admin_keys", str, _optional_path, 'a directory of admin public keys, or ""',
+        "--admin-keys"),
+    Key("ha.enabled", bool, bool, "true or false", "--ha"),
+    Key("ha.lease_s", float, _positive, _SECONDS, "--ha-lease"),
+    Key("ha.renew_interval_s", float, _positive, _SECONDS, "--ha-renew-interval"),
+    Key("ha.advertise", str, _zmq(True), _ZMQ + ' or ""', "--ha-advertise"),
+    Key("ha.advertise_admin", str, _zmq(True), _ZMQ + ' or ""', "--ha-advertise-admin"),
 )
 # fmt: on
 _BY_NAME = {key.name: key for key in KEYS}
@@ -268,6 +332,8 @@ def _typed(key: Key, raw: Any, *, text: bool) -> Any:
             return tuple(part.strip() for part in word.split(",") if part.strip())
         if key.kind in (int, float):
             return key.kind(word)  # ValueError when not a number
+        if key.kind is bool and word.lower() in _BOOLS:
+            return _BOOLS[word.lower()]
         raise ValueError
     if isinstance(raw, Path) and key.kind is str:
         return str(raw)
@@ -286,7 +352,8 @@ def _set(values: dict[str, Any], key: Key, raw: Any, where: str, *, text: bool) 
     try:
         values[key.name] = key.check(_typed(key, raw, text=text))
     except ValueError as exc:
-        raise ConfigError(f"{where}: {key.name}: expected {key.expected}, got {raw!r}") from exc
+        shown = mask_password(raw) if isinstance(raw, str) else raw  # never echo a password
+        raise ConfigError(f"{where}: {key.name}: expected {key.expected}, got {shown!r}") from exc
 
 
 def _suggest(name: str, known: list[str]) -> str:
@@ -415,6 +482,13 @@ def load_config(
         _apply_file(values, sources, default_path)
     _apply_env(values, sources, environ)
     _apply_flags(values, sources, flags)
+    names = ("server_key", "subscriber_keys", "admin_keys")
+    security = [values[f"security.{name}"] for name in names]
+    if any(security) and not all(security):
+        raise ConfigError(
+            "security.server_key (--server-key), security.subscriber_keys (--subscriber-keys) "
+            "and security.admin_keys (--admin-keys) go together: give all three or none"
+        )
     if not values["state.url"]:
         values["state.url"] = f"sqlite:///{values['data_dir'] / 'state.db'}"
         sources["state.url"] += " (SQLite file in data_dir)"
@@ -424,6 +498,8 @@ def load_config(
 def _toml_value(value: Any) -> str:
     if value is None:
         return '""'
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, tuple):
@@ -432,8 +508,19 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value)).replace("\x7f", "\\u007f")
 
 
+_URL_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)([^@]*)(@)")
+
+
+def mask_password(value: str) -> str:
+    """A database URL with its password shown as ``***`` (as SQLAlchemy prints it)."""
+    return _URL_PASSWORD.sub(r"\1***\3", value)
+
+
 def render(config: Config, sources: Mapping[str, str]) -> str:
-    """The configuration as TOML (it parses back), each value followed by its source."""
+    """The configuration as TOML (it parses back), each value followed by its source.
+
+    Passwords in database URLs are masked (``***``), as the daemon's log does.
+    """
     lines = ["# catalogd configuration in effect; after each value, where it came from"]
     section = ""
     for name, value in _flatten(config).items():
@@ -441,7 +528,8 @@ def render(config: Config, sources: Mapping[str, str]) -> str:
         if head != section:
             lines += ["", f"[{head}]"]
             section = head
-        lines.append(f"{leaf} = {_toml_value(value)}  # {sources.get(name, 'default')}")
+        shown = mask_password(value) if isinstance(value, str) else value
+        lines.append(f"{leaf} = {_toml_value(shown)}  # {sources.get(name, 'default')}")
     return "\n".join(lines) + "\n"
 
 

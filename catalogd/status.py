@@ -74,6 +74,7 @@ def status_detail(
     shape = read_shape(server)
     now = time.time()
     stats = server.stats
+    keys = server.subscriber_keys()  # client id -> CURVE key name (empty without keys)
     return {
         "version": shape.version,
         "delta_log": {"from": shape.delta_log_floor, "to": shape.version},
@@ -86,23 +87,39 @@ def status_detail(
         "uptime_s": round(now - info.started_at, 3),
         "names_published_s": info.names_published_s,
         "all_loaded_s": info.all_loaded_s,
+        "loading": info.loading() if info.loading else None,
         "loader": {
             "queued": loader.queued,
             "loaded": loader.stats.loaded,
+            "skipped": loader.stats.skipped,
             "failed": loader.stats.failed,
         },
-        "hms": {"address": info.hms_address, "healthy": info.hms_healthy, "error": info.hms_error},
+        "hms": {
+            "address": info.hms_address,
+            "healthy": info.hms_healthy,
+            "error": info.hms_error,
+            "embedded": info.embedded_hms() if info.embedded_hms else None,
+        },
         "change_detection": info.detector,
         "published": {"messages": stats.published_messages, "bytes": stats.published_bytes},
         "snapshots": stats.snapshots,
         "catch_ups": stats.catch_ups,
         "garbage_messages": stats.garbage,
+        "refused": {
+            "reports": stats.reports_refused,
+            "loads_of_unknown_tables": stats.load_requests_unknown,
+            "busy": stats.busy,
+            "snapshots_replaced": stats.snapshot_jobs_replaced,
+        },
+        "snapshot_jobs": stats.snapshot_jobs,
         "subscribers": {
             client: {
                 "applied_version": version,
                 "last_report_age_s": round(now - seen, 3),
                 "live": client in barrier_live,
+                "key": keys.get(client),
             }
             for client, (version, seen) in sorted(dict(stats.subscribers).items())
         },
+        "security": info.security() if info.security else {"mode": "plain (loopback only)"},
     }

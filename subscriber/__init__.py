@@ -17,6 +17,7 @@ Package map::
     ├── transport.py    the background thread owning the DEALER and SUB sockets
     ├── privileges.py   HMS/Impala privilege checks over the cached grants
     ├── spark.py        read_table: Spark DataFrames from the cached metadata
+    ├── stats.py        typed table, partition and column statistics of cached tables
     ├── __main__.py     ``python -m subscriber watch``: print changes as they apply
     └── protocol/       what catalogd and subscribers both speak (pure; no sockets)
         ├── errors.py       the one exception tree
@@ -26,6 +27,7 @@ Package map::
         ├── codec.py        Thrift structs to framed bytes and back
         ├── validator.py    checks Thrift bytes before thriftpy2 decodes them
         ├── wire.py         topics, frames and Thrift conversions
+        ├── files.py        catalogd's compact THdfsFileDesc encoding (file metadata)
         └── hive_types.py   Hive type strings to Impala TColumnType trees
 """
 

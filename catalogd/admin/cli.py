@@ -40,8 +40,10 @@ STATUS_EXIT = {
     "UNAVAILABLE": 3,
 }
 
-EPILOG = """Options --endpoint, --json and --timeout go before or after ADMIN_COMMAND
-(`catalogd admin status --json` = `catalogd admin --json status`).
+EPILOG = """Options --endpoint, --json, --timeout, --key and --server-key go
+before or after ADMIN_COMMAND (`catalogd admin status --json` = `catalogd admin --json status`).
+With HA, --endpoint may name either node: a standby answers with the active's
+admin address and the command is sent there.
 
 exit codes: 0 ok, 1 internal error, 2 bad input, 3 catalogd or HMS unreachable,
 4 not found, 5 --sync: some subscribers did not confirm, 6 conflict, 7 busy"""
@@ -76,6 +78,18 @@ def _shared_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
         default=default(DEFAULT_TIMEOUT_S),
         metavar="SECONDS",
         help=f"seconds to wait for an answer (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--key",
+        default=default(None),
+        metavar="FILE",
+        help="your admin secret CURVE key file (NAME.key_secret), when catalogd uses keys",
+    )
+    parser.add_argument(
+        "--server-key",
+        default=default(None),
+        metavar="FILE",
+        help="catalogd's public CURVE key file (server.key); give it with --key",
     )
 
 
@@ -112,7 +126,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="k=v/k2=v2",
-        help="only this partition (repeatable)",
+        help="only this partition (repeatable); one in HMS but not in the cache is added, "
+        "one gone from HMS is removed, one in neither is NOTFOUND (and nothing changes)",
+    )
+    refresh.add_argument(
+        "--files",
+        action="store_true",
+        help="carry file metadata (path, length, mtime per file) for this table from now on",
     )
     pool = command(sub, "cache-pool", "manage cache pools (add, alter, remove, list)")
     pool_sub = pool.add_subparsers(dest="pool_command", required=True, metavar="ACTION")
@@ -145,7 +165,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
             type=float,
             default=30.0,
             metavar="SECONDS",
-            help="seconds to wait for subscribers (default 30; added to --timeout)",
+            help="seconds to wait for subscribers (default 30, at most 120; added to --timeout)",
         )
     return admin
 
@@ -171,6 +191,8 @@ def request_fields(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             fields.update(sync=True, sync_timeout_ms=int(args.sync_timeout * 1000))
     if command == "refresh" and args.partition:
         fields["partitions"] = list(args.partition)
+    if command == "refresh" and args.files:
+        fields["options"] = {"files": "true"}
     if command in ("cache", "uncache"):
         name = TableName.parse(args.target)
         fields.update(db_name=name.db, tbl_name=name.table, partitions=args.partition or None)
@@ -201,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
     """
     import idl
     from catalogd.admin.client import AdminClient, response_dict
+    from subscriber.curve import client_keys
 
     cmd = idl.catalog_service.TAdminCommand
     command, fields = request_fields(args)
@@ -217,7 +240,14 @@ def run(args: argparse.Namespace) -> int:
         "cache-pool list": cmd.CACHE_POOL_LIST,
     }[command]
     timeout = args.timeout + (args.sync_timeout if fields.get("sync") else 0)
-    answer = response_dict(AdminClient(args.endpoint, timeout_s=timeout).call(code, **fields))
+    if (args.key is None) != (args.server_key is None):
+        raise InvalidRequestError("give --key and --server-key together")
+    if args.key is None:
+        client = AdminClient(args.endpoint, timeout_s=timeout)
+    else:
+        keys = client_keys(args.server_key, args.key)
+        client = AdminClient(args.endpoint, timeout_s=timeout, keys=keys)
+    answer = response_dict(client.call(code, **fields))
     if args.json:
         print(json.dumps(answer, indent=2, sort_keys=True))
     elif answer["status"] != "OK":
@@ -300,6 +330,17 @@ def format_status(detail: Mapping[str, Any]) -> str:
     else:
         rows.append(("HMS", "?"))
     rows.append(("change detection", str(detail.get("change_detection", "?"))))
+    security: Mapping[str, Any] = detail.get("security") or {}
+    if security:
+        failures = security.get("auth_failures") or {}
+        text = str(security.get("mode", "?"))
+        if failures:
+            text += ", failed authentications: " + ", ".join(
+                f"{domain} {count}" for domain, count in sorted(failures.items())
+            )
+        if security.get("warning"):
+            text += f" -- WARNING: {security['warning']}"
+        rows.append(("security", text))
 
     subscribers: Mapping[str, Mapping[str, Any]] = detail.get("subscribers") or {}
     live = sum(1 for s in subscribers.values() if s.get("live", True))
@@ -312,7 +353,8 @@ def format_status(detail: Mapping[str, Any]) -> str:
     lines = [f"{label:<{width}}{text}" for label, text in rows]
     name_width = max((len(c) for c in subscribers), default=0)
     for client, report in subscribers.items():
-        lines.append(f"  {client:<{name_width}}  {_subscriber(report, version)}")
+        key = f"  key {report['key']}" if report.get("key") else ""
+        lines.append(f"  {client:<{name_width}}  {_subscriber(report, version)}{key}")
     return "\n".join(lines)
 
 

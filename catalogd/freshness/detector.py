@@ -71,6 +71,7 @@ class ChangeDetector:
             ``"events"``, ``"poll"`` or ``"off"``.
         start_event_id: the HMS event id read *before* the initial load, so
             nothing committed in between is missed.
+        poller: polls instead of :class:`Poller` (it gets ``attach(call, self)``).
         event_late_s: how long after first reading an id the detector still
             looks for a late event under it (remembering what it handled).
     """
@@ -88,6 +89,7 @@ class ChangeDetector:
         event_late_s: float = 10.0,
         start_event_id: int = 0,
         privileges_interval_s: float | None = None,
+        poller: Any | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -103,7 +105,10 @@ class ChangeDetector:
         self._window = EventWindow(event_late_s)
         self._budget = CallBudget(max_calls_per_s, clock, sleep)
         self._max_calls_per_s = max_calls_per_s
-        self._poller = Poller(ops, self._call, self)
+        # Another poller (catalogd.freshness.sql_detection.SqlPoller) may stand in.
+        self._poller = poller if poller is not None else Poller(ops, self._call, self)
+        if poller is not None:
+            poller.attach(self._call, self)
         self._clock = clock
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="catalogd-detector", daemon=True)

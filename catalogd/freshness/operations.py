@@ -16,6 +16,13 @@ reading HMS; its submission commits only if the epoch is unchanged (and bumps
 it); otherwise someone published newer metadata meanwhile and the load reads
 again (at most ``retries`` times). So a slow background load can never
 overwrite a newer refresh or invalidate.
+
+Fairness: loads, refreshes and invalidates of one table also take *turns*
+(:class:`~catalogd.freshness.table_locks.TableTurns`, first come first served)
+around their HMS read and commit, so they cannot invalidate each other's reads
+and a refresh can never be starved by newer invalidates. BusyError is answered
+only when ``max_waiting_per_table`` commands already wait for the table (the
+stated overload bound), or when database-wide resets kept invalidating a read.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from typing import Any, TypeVar
 from catalogd.core import cache_pools as caching
 from catalogd.core import plans
 from catalogd.core.catalog import Catalog
+from catalogd.files.metadata import FileMetadata
+from catalogd.freshness.table_locks import TableTurns
 from catalogd.metastore import convert
 from catalogd.metastore import source as loader
 from catalogd.metastore.grants import grant_holders, load_privileges, owners_of
@@ -40,6 +49,7 @@ from subscriber.protocol.keys import (
     AUTHORIZATION_PREFIXES,
     CACHE_POOL_PREFIX,
     DATABASE_PREFIX,
+    FUNCTION_PREFIX,
     TABLE_PREFIX,
     make_partition_name,
     parse_partition_name,
@@ -63,10 +73,17 @@ class Operations:
         source_factory: makes a new metastore source; one is kept per thread.
         retries: how often a load reads HMS again when concurrent changes
             invalidated its read, before :class:`BusyError`.
+        max_waiting_per_table: commands that may wait for one table's turn;
+            one more is answered BusyError.
     """
 
     def __init__(
-        self, server: CatalogServer, source_factory: SourceFactory, *, retries: int = 3
+        self,
+        server: CatalogServer,
+        source_factory: SourceFactory,
+        *,
+        retries: int = 3,
+        max_waiting_per_table: int = 64,
     ) -> None:
         self._server = server
         self._factory = source_factory
@@ -77,8 +94,11 @@ class Operations:
         # the commit checks it again on the server thread).
         self._epochs: dict[tuple[str, str], int] = {}
         self._retries = retries
+        self.turns = TableTurns(max_waiting=max_waiting_per_table)
         # (db, table) -> {partition or None: pool}; replaced whole, read anywhere.
         self.cache_marks: dict[tuple[str, str], dict[str | None, str]] = {}
+        # Which tables carry file metadata (catalogd.files); set by the daemon.
+        self.files = FileMetadata()
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -154,6 +174,15 @@ class Operations:
         """For the loaded tables among ``names``: (encoded header, partition names)."""
         return self._read(functools.partial(plans.loaded_table_state, db=db, names=list(names)))
 
+    def table_payloads(self, db: str, table: str) -> dict[str, bytes]:
+        """The encoded objects (header and partitions) of one table, by key."""
+
+        def read(c: Catalog) -> dict[str, bytes]:
+            entries = ((k, c.get(k)) for k in c.table_keys(db, table))
+            return {k: e.payload for k, e in entries if e is not None and e.payload is not None}
+
+        return self._read(read)
+
     def unloaded(self, db: str | None = None) -> list[tuple[str, str]]:
         """(db, table) of every placeholder (of one database)."""
         return self._read(lambda c: plans.unloaded_tables(c, db))
@@ -161,6 +190,16 @@ class Operations:
     def is_loaded(self, db: str, table: str) -> bool:
         """False only for a placeholder (a table the catalog lacks counts as loaded)."""
         return self._read(lambda c: not plans.is_placeholder(c, db, table))
+
+    def presence(self, db: str, table: str) -> str:
+        """``"placeholder"``, ``"loaded"`` or ``"absent"`` (the catalog lacks the table)."""
+
+        def read(c: Catalog) -> str:
+            if not c.table_keys(db, table):
+                return "absent"
+            return "placeholder" if plans.is_placeholder(c, db, table) else "loaded"
+
+        return self._read(read)
 
     def _version_if_loaded(self, db: str, table: str) -> int | None:
         return self._read(lambda c: None if plans.is_placeholder(c, db, table) else c.version)
@@ -205,6 +244,28 @@ class Operations:
 
         return self._commit(plan)
 
+    def load_functions(self, db: str | None = None) -> int:
+        """Reload HMS functions (of one database) and publish the difference."""
+        functions = [
+            f
+            for f in self.source().all_functions()
+            if db is None or (f.dbName or "").lower() == db.lower()
+        ]
+        payloads = convert.encode_all(convert.function_objects(functions))
+        wanted = None if db is None else db.lower()
+        return self._commit(
+            lambda c: plans.replace_group(
+                c, c.keys_with_prefix(FUNCTION_PREFIX, db=wanted), payloads
+            )
+        )
+
+    def reload_database(self, db: str) -> int:
+        """Reload one database's object, table names and functions (after a write
+        through an HMS endpoint); returns the version. A database gone from HMS is
+        removed and NotFoundError raised."""
+        version = self.load_names(db)
+        return max(version, self.load_functions(db))
+
     # -- tables ------------------------------------------------------------------------------
 
     def load_table(self, db: str, table: str, *, only_if_unloaded: bool = False) -> int:
@@ -217,6 +278,10 @@ class Operations:
         Raises BusyError when concurrent changes kept invalidating the read.
         """
         db, table = db.lower(), table.lower()
+        with self.turns.turn((db, table)):
+            return self._load_table(db, table, only_if_unloaded)
+
+    def _load_table(self, db: str, table: str, only_if_unloaded: bool) -> int:
         for _ in range(self._retries + 1):
             if only_if_unloaded:
                 loaded_at = self._version_if_loaded(db, table)
@@ -228,6 +293,7 @@ class Operations:
             except NotFoundError:
                 self._commit_if(db, table, epoch, lambda c: plans.remove_table(c, db, table))
                 raise
+            self.files.attach(objects)
             caching.apply_marks(objects, self.cache_marks.get((db, table), {}))
             payloads = convert.encode_all(objects)
             version = self._commit_if(
@@ -248,9 +314,16 @@ class Operations:
         Raises:
             InvalidRequestError: a malformed spec, or one not naming exactly the
                 table's partition columns in order.
-            NotFoundError: the table does not exist.
+            NotFoundError: the table does not exist, or a partition exists
+                neither in HMS nor in the catalog (nothing is changed). One in
+                HMS but not in the catalog is added; one in the catalog but no
+                longer in HMS is removed.
         """
         db, table = db.lower(), table.lower()
+        with self.turns.turn((db, table)):
+            return self._refresh_partitions(db, table, specs)
+
+    def _refresh_partitions(self, db: str, table: str, specs: Sequence[str]) -> int:
         if not self.is_loaded(db, table):
             return self.load_table(db, table)  # nothing to refresh partially yet
         tables = self.source().get_tables(db, [table])
@@ -267,11 +340,24 @@ class Operations:
             epoch = self._epochs.get((db, table), 0)
             parts = list(self.source().partitions(db, table, names))
             objects = dict(convert.partition_object(hms_table, part) for part in parts)
+            self.files.attach(objects)
             caching.apply_marks(objects, self.cache_marks.get((db, table), {}))
             payloads = convert.encode_all(objects)
-            version = self._commit_if(
-                db, table, epoch, functools.partial(plans.partitions, keys=keys, payloads=payloads)
-            )
+
+            def plan(catalog: Catalog, payloads: dict[str, bytes] = payloads) -> plans.Changes:
+                missing = [
+                    n
+                    for n, k in zip(names, keys, strict=True)
+                    if k not in payloads and k not in catalog
+                ]
+                if missing:
+                    raise NotFoundError(
+                        f"partition {', '.join(missing)} of {db}.{table} not found "
+                        "(neither in HMS nor in the catalog)"
+                    )
+                return plans.partitions(catalog, keys, payloads)
+
+            version = self._commit_if(db, table, epoch, plan)
             if version is not None:
                 return version
         raise BusyError(f"table {db}.{table} kept changing while refreshing; try again")
@@ -312,6 +398,10 @@ class Operations:
         when neither HMS nor the catalog has it.
         """
         db, table = db.lower(), table.lower()
+        with self.turns.turn((db, table)):
+            return self._invalidate_table(db, table)
+
+    def _invalidate_table(self, db: str, table: str) -> int:
         exists = bool(self.source().get_tables(db, [table]))
 
         def plan(catalog: Catalog) -> dict[str, bytes | None]:

@@ -13,6 +13,7 @@ key, never counters.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Iterable
 from typing import Any
@@ -22,6 +23,7 @@ from subscriber.protocol import codec
 from subscriber.protocol.hive_types import column_type
 from subscriber.protocol.keys import (
     database_key,
+    function_key,
     make_partition_name,
     partition_key,
     table_key,
@@ -60,8 +62,24 @@ def stable_id(key: str) -> int:
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") >> 1
 
 
+def sorted_maps(struct: Any) -> Any:
+    """Put the parameter maps of an HMS ``Database``/``Table``/``Partition`` (and of its
+    storage descriptor and SerDe) in key order, in place; returns ``struct``.
+
+    HMS answers in Java ``HashMap`` order, the SQL source in another: sorted, the
+    same metadata encodes to the same bytes whichever source read it.
+    """
+    sd = getattr(struct, "sd", None)
+    for holder in (struct, sd, getattr(sd, "serdeInfo", None)):
+        params = getattr(holder, "parameters", None)
+        if holder is not None and params:
+            holder.parameters = dict(sorted(params.items()))
+    return struct
+
+
 def database_object(db: object) -> object:
     """A ``DATABASE`` catalog object for an HMS ``Database``."""
+    sorted_maps(db)
     name = db.name.lower()  # type: ignore[attr-defined]
     return co.TCatalogObject(
         type=T.DATABASE, catalog_version=0, db=co.TDatabase(db_name=name, metastore_db=db)
@@ -138,13 +156,22 @@ def _columns(fields: Iterable[Any] | None, start: int = 0) -> list[Any]:
     ]
 
 
+def _count(params: dict[str, str], *names: str) -> int | None:
+    # The first known (non-negative) count: HMS keeps numRows=-1 for tables
+    # Spark analyzed, whose counts are only in spark.sql.statistics.*.
+    for name in names:
+        value = params.get(name)
+        if value and value.isdigit():
+            return int(value)
+    return None
+
+
 def _stats(params: dict[str, str] | None) -> object:
     params = params or {}
-    rows = params.get("numRows") or params.get("spark.sql.statistics.numRows")
-    size = params.get("totalSize") or params.get("spark.sql.statistics.totalSize")
+    rows = _count(params, "numRows", "spark.sql.statistics.numRows")
     return co.TTableStats(
-        num_rows=int(rows) if rows and rows.lstrip("-").isdigit() else -1,
-        total_file_bytes=int(size) if size and size.isdigit() else None,
+        num_rows=rows if rows is not None else -1,
+        total_file_bytes=_count(params, "totalSize", "spark.sql.statistics.totalSize"),
     )
 
 
@@ -175,6 +202,7 @@ def partition_object(
     table: object, part: object, key_types: list[object] | None = None
 ) -> tuple[str, object]:
     """The ``(key, HDFS_PARTITION object)`` for one HMS ``Partition`` of ``table``."""
+    sorted_maps(part)
     db = table.dbName.lower()  # type: ignore[attr-defined]
     name = table.tableName.lower()  # type: ignore[attr-defined]
     keys = table.partitionKeys or []  # type: ignore[attr-defined]
@@ -197,11 +225,36 @@ def partition_object(
         partition_name=part_name,
         hdfs_storage_descriptor=storage_descriptor(table, sd),
     )
+    obj.hms_partition, obj.hms_sd_inherited = _hms_partition(table, part)
     return key, co.TCatalogObject(type=T.HDFS_PARTITION, catalog_version=0, hdfs_partition=obj)
 
 
-def table_object(table: object) -> tuple[str, object]:
-    """The ``(key, TABLE or VIEW object)`` header of an HMS ``Table`` (no partitions)."""
+def _hms_partition(table: object, part: object) -> tuple[object, int]:
+    """The HMS ``Partition`` kept for HMS endpoints (``THdfsPartition.hms_partition``)
+    and its ``hms_sd_inherited`` bits: a copy without ``parameters`` (kept in
+    ``hms_parameters``) and without the ``sd`` fields equal to the table's (bit
+    ``1 << field id`` set for each; rebuilt from the table on the way out)."""
+    kept = copy.copy(part)
+    kept.parameters = None  # type: ignore[attr-defined]
+    sd, table_sd = getattr(part, "sd", None), getattr(table, "sd", None)
+    inherited = 0
+    if sd is not None and table_sd is not None:
+        kept.sd = copy.copy(sd)  # type: ignore[attr-defined]
+        for fid, spec in type(sd).thrift_spec.items():  # type: ignore[attr-defined]
+            value = getattr(sd, spec[1])
+            if value is not None and value == getattr(table_sd, spec[1]):
+                setattr(kept.sd, spec[1], None)  # type: ignore[attr-defined]
+                inherited |= 1 << fid
+    return kept, inherited
+
+
+def table_object(table: object, col_stats: dict[str, object] | None = None) -> tuple[str, object]:
+    """The ``(key, TABLE or VIEW object)`` header of an HMS ``Table`` (no partitions).
+
+    ``col_stats`` (``TColumnStats`` by lower-case column name, from
+    :func:`catalogd.metastore.column_stats.column_stats`) go into ``TColumn.col_stats``.
+    """
+    sorted_maps(table)
     db = table.dbName.lower()  # type: ignore[attr-defined]
     name = table.tableName.lower()  # type: ignore[attr-defined]
     view = is_view(table)
@@ -209,6 +262,8 @@ def table_object(table: object) -> tuple[str, object]:
     sd = table.sd  # type: ignore[attr-defined]
     data_cols = _columns(getattr(sd, "cols", None))
     key_cols = _columns(table.partitionKeys, start=len(data_cols))  # type: ignore[attr-defined]
+    for col in data_cols + key_cols:
+        col.col_stats = (col_stats or {}).get(col.columnName)
     ttable = co.TTable(
         db_name=db,
         tbl_name=name,
@@ -240,9 +295,14 @@ def table_object(table: object) -> tuple[str, object]:
     return key, co.TCatalogObject(type=kind, catalog_version=0, table=ttable)
 
 
-def table_objects(table: object, partitions: Iterable[object] = ()) -> dict[str, object]:
-    """The header and every partition object of one table, by key."""
-    key, header = table_object(table)
+def table_objects(
+    table: object,
+    partitions: Iterable[object] = (),
+    col_stats: dict[str, object] | None = None,
+) -> dict[str, object]:
+    """The header (with ``col_stats``, see :func:`table_object`) and every partition
+    object of one table, by key."""
+    key, header = table_object(table, col_stats)
     objects = {key: header}
     key_types = [column_type(k.type) for k in (table.partitionKeys or [])]  # type: ignore[attr-defined]
     for part in partitions:
@@ -254,6 +314,32 @@ def table_objects(table: object, partitions: Iterable[object] = ()) -> dict[str,
 def encode_all(objects: dict[str, object]) -> dict[str, bytes]:
     """Encode catalog objects into the payloads the catalog core stores."""
     return {key: codec.encode_object(obj) for key, obj in objects.items()}
+
+
+def function_objects(functions: Iterable[Any]) -> dict[str, object]:
+    """``FUNCTION`` objects (keyed ``FUNCTION:db.name()``) for HMS ``Function`` s: Java
+    UDFs, whose class is the scalar symbol; the HMS struct rides in ``hms_function``."""
+    objects: dict[str, object] = {}
+    for fn in functions:
+        db, name = fn.dbName.lower(), fn.functionName.lower()
+        jars = [r.uri for r in fn.resourceUris or [] if r.uri]
+        objects[function_key(db, name, "")] = co.TCatalogObject(
+            type=T.FUNCTION,
+            catalog_version=0,
+            fn=co.Types.TFunction(
+                name=co.Types.TFunctionName(db_name=db, function_name=name),
+                binary_type=co.Types.TFunctionBinaryType.JAVA,
+                arg_types=[],
+                has_var_args=False,
+                signature=f"{name}()",
+                hdfs_location=jars[0] if jars else None,
+                scalar_fn=co.Types.TScalarFunction(symbol=fn.className or ""),
+                is_persistent=True,
+                last_modified_time=fn.createTime,
+                hms_function=fn,
+            ),
+        )
+    return objects
 
 
 def database_objects(db: object) -> dict[str, object]:

@@ -1,9 +1,10 @@
 """Loading metadata from a metastore source into catalog objects.
 
 A :class:`MetastoreSource` is the seam between catalogd and wherever metadata
-lives: :class:`ThriftSource` (a real HMS over Thrift) and
-:class:`InMemorySource` (tests and benchmarks that must not be limited by HMS
-speed) implement it. The protocol covers everything catalogd asks a metastore:
+lives: :class:`ThriftSource` (a real HMS over Thrift),
+:class:`~catalogd.metastore.sql.SqlSource` (the HMS backing database, read
+directly) and :class:`InMemorySource` (tests and benchmarks that must not be
+limited by HMS speed) implement it. The protocol covers everything catalogd asks a metastore:
 databases, tables and partitions; notification events (the change detector);
 roles, memberships and grants (:mod:`catalogd.metastore.grants`); and closing.
 The loader turns what a source returns into catalog objects with
@@ -17,9 +18,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from catalogd.metastore import convert
+import idl
+from catalogd.metastore import column_stats, convert
 from catalogd.metastore.client import MetastoreClient
 from subscriber.protocol.errors import NotFoundError
+
+hms = idl.hive_metastore
 
 
 class MetastoreSource(Protocol):
@@ -43,6 +47,14 @@ class MetastoreSource(Protocol):
 
     def partition_names(self, db: str, table: str) -> list[str]:
         """The HMS partition names (``k=v/k2=v2``) of a table."""
+        ...
+
+    def table_column_statistics(self, db: str, table: str, columns: Sequence[str]) -> list[Any]:
+        """HMS's table-level ``ColumnStatisticsObj`` s for ``columns`` (those it has)."""
+        ...
+
+    def all_functions(self) -> list[Any]:
+        """Every HMS ``Function`` of every database (as ``get_all_functions`` returns them)."""
         ...
 
     def current_notification_id(self) -> int:
@@ -100,12 +112,22 @@ class ThriftSource:
     def partition_names(self, db: str, table: str) -> list[str]:
         return self.client.get_partition_names(db, table)
 
+    def all_functions(self) -> list[Any]:
+        return self.client.get_all_functions()
+
     def partitions(self, db: str, table: str, names: Sequence[str] | None = None) -> Iterator[Any]:
         if names is None:
             names = self.client.get_partition_names(db, table)
         for start in range(0, len(names), self.partition_batch):
             batch = names[start : start + self.partition_batch]
             yield from self.client.get_partitions_by_names(db, table, batch)
+
+    def table_column_statistics(self, db: str, table: str, columns: Sequence[str]) -> list[Any]:
+        request = hms.TableStatsRequest(dbName=db, tblName=table, colNames=list(columns))
+        result = self.client.call(
+            "get_table_statistics_req", request, idempotent=True, what=f"table {db}.{table}"
+        )
+        return list(result.tableStats or [])
 
     def current_notification_id(self) -> int:
         return self.client.get_current_notification_event_id()
@@ -141,7 +163,12 @@ class InMemorySource:
     databases: dict[str, Any] = field(default_factory=dict)
     tables: dict[tuple[str, str], Any] = field(default_factory=dict)
     table_partitions: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    column_statistics: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    functions: list[Any] = field(default_factory=list)
     address: str = "memory://"
+
+    def all_functions(self) -> list[Any]:
+        return list(self.functions)
 
     def database_names(self) -> list[str]:
         return list(self.databases)
@@ -169,6 +196,11 @@ class InMemorySource:
             yield from parts.values()
         else:
             yield from (parts[n] for n in names if n in parts)
+
+    def table_column_statistics(self, db: str, table: str, columns: Sequence[str]) -> list[Any]:
+        wanted = {c.lower() for c in columns}
+        objs = self.column_statistics.get((db.lower(), table.lower()), [])
+        return [o for o in objs if o.colName.lower() in wanted]
 
     def current_notification_id(self) -> int:
         return 0
@@ -216,9 +248,29 @@ def load_table_objects(source: MetastoreSource, table: Any) -> tuple[dict[str, A
     else:
         stats.tables = 1
         parts = source.partitions(table.dbName, table.tableName) if table.partitionKeys else ()
-    objects = convert.table_objects(table, parts)
+    objects = convert.table_objects(table, parts, _column_stats(source, table))
     stats.partitions = len(objects) - 1
     return objects, stats
+
+
+def _column_stats(source: MetastoreSource, table: Any) -> dict[str, Any]:
+    """``TColumnStats`` by column of one table, from HMS and Spark's parameters.
+
+    HMS is asked only when the table's ``COLUMN_STATS_ACCURATE`` names column
+    stats (HMS sets it whenever they are written), so tables without any cost
+    no extra call.
+    """
+    columns = list(getattr(table.sd, "cols", None) or [])
+    if not columns or convert.is_view(table):
+        return {}
+    objs: list[Any] = []
+    if column_stats.has_hms_column_stats(table.parameters):
+        objs = source.table_column_statistics(
+            table.dbName, table.tableName, [c.name for c in columns]
+        )
+    # Partition columns: HMS keeps no statistics for them, Spark's ANALYZE does.
+    keys = list(table.partitionKeys or [])
+    return column_stats.column_stats(columns + keys, table.parameters, objs)
 
 
 def load_table(source: MetastoreSource, db: str, name: str) -> tuple[dict[str, Any], LoadStats]:

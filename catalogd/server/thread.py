@@ -14,9 +14,22 @@ decided by :mod:`catalogd.server.requests`, how a snapshot is chunked by
 :mod:`catalogd.server.snapshots`, how sockets are bound and written without
 blocking by :mod:`catalogd.server.sockets`. Snapshots are sent one chunk per peer per
 loop turn, interleaved with publishing, and flow-controlled by
-ROUTER_MANDATORY: a full pipe leaves the chunk for the next turn instead of
-dropping it. Malformed requests are counted and answered with an ERROR status
-when they can be; nothing a peer sends stops the loop.
+ROUTER_MANDATORY: a full pipe leaves the chunk for later instead of dropping
+it, and *parks* the job (it is tried again after a backoff of up to 100 ms, so
+a peer that never reads costs nothing while it waits). Each peer has at most
+``max_snapshot_jobs_per_peer`` snapshots queued (a newer request replaces its
+oldest), all peers ``max_snapshot_jobs``.
+
+Work per request is bounded: frames beyond ``max_request_bytes`` are dropped by
+ZeroMQ, compressed requests may expand only to ``max_request_inflated_bytes``
+(checked while inflating), lists only to ``max_request_list_items``; joined
+subscribers and their reports expire (:mod:`catalogd.server.members`).
+Malformed requests are counted and answered with an ERROR status when they
+can be; nothing a peer sends stops the loop.
+
+With CURVE keys (``config.curve``, :mod:`catalogd.security`) joins and reports
+are bound to the sending key too, and :meth:`CatalogServer.drop_connections`
+rebinds both sockets so that a revoked key loses its live connections.
 """
 
 from __future__ import annotations
@@ -34,11 +47,13 @@ import zmq
 
 import idl
 from catalogd.core.catalog import Catalog
+from catalogd.security import curve
 from catalogd.server import requests, sockets
 from catalogd.server.config import DEFAULT_PORT, ServerConfig, ServerStats
 from catalogd.server.doorbell import Doorbell
+from catalogd.server.members import Membership
 from catalogd.server.snapshots import SnapshotJob, snapshot_frames
-from subscriber.protocol import codec, wire
+from subscriber.protocol import wire
 from subscriber.protocol.delta import Delta
 from subscriber.protocol.errors import CatalogError, ProtocolError, UnavailableError
 
@@ -58,6 +73,8 @@ class CatalogServer:
         service_id: fixed id for tests; default a new random one per process start.
         on_load_request: called on the server thread with ``(db, table)`` when a
             subscriber asks for a priority load; must not block.
+        on_reload_request: likewise for a reload of ``(db, table)`` even if loaded
+            (``table`` "": the database's names), after a write through an HMS endpoint.
         clock: wall clock in seconds (heartbeat timestamps and subscriber ages).
     """
 
@@ -68,6 +85,7 @@ class CatalogServer:
         context: zmq.Context | None = None,
         service_id: str | None = None,
         on_load_request: Callable[[str, str], None] | None = None,
+        on_reload_request: Callable[[str, str], None] | None = None,
         reserve: Callable[[int], object] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -79,6 +97,7 @@ class CatalogServer:
         self._context = context or zmq.Context.instance()
         self._catalog = Catalog(version=config.start_version, max_tombstones=config.max_tombstones)
         self._on_load_request = on_load_request
+        self._on_reload_request = on_reload_request
         self._reserve = reserve
         self._clock = clock
         self._work: queue.SimpleQueue[tuple[Callable[[Catalog], Any], Future[Any]]] = (
@@ -87,24 +106,40 @@ class CatalogServer:
         self._bell = Doorbell()
         self._stop = threading.Event()
         self._ready = threading.Event()
+        # Serializes work run before start() (several threads may submit while a
+        # standby keeps its catalog fresh) with start() itself.
+        self._inline = threading.Lock()
         self._startup_error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="catalogd-server", daemon=True)
         self._jobs: list[SnapshotJob] = []
+        self._members = Membership(
+            self.stats.subscribers, ttl_s=config.report_ttl_s, max_members=config.max_subscribers
+        )
         self._advertised_pub = ""
         self._heartbeat_interval = config.heartbeat_interval_s
         self._early_heartbeat = False
+        self._rebind = threading.Event()
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def start(self, timeout: float = 10.0) -> CatalogServer:
+    def start(self, timeout: float = 10.0, *, after_version: int = 0) -> CatalogServer:
         """Bind the sockets (in the server thread) and start serving.
+
+        ``after_version``: the catalog's version becomes at least this before
+        anything is served (an HA takeover passes the shared high-water mark + 1,
+        so its first snapshot is above every version the old active could have
+        published; see ``Catalog.skip_to``).
 
         Raises:
             UnavailableError: an address could not be bound.
         """
-        self._reserve_durably(self._catalog.version)
-        self._thread.start()
-        if not self._ready.wait(timeout):
+        with self._inline:
+            if after_version:
+                self._catalog.skip_to(after_version)
+            self._reserve_durably(self._catalog.version)
+            self._thread.start()
+            self._ready.wait(timeout)
+        if not self._ready.is_set():
             raise UnavailableError("catalogd server thread did not start in time")
         if self._startup_error is not None:
             raise UnavailableError(f"cannot bind {self.config.bind}: {self._startup_error}") from (
@@ -142,12 +177,13 @@ class CatalogServer:
         restarted catalogd never shows an empty catalog.
         """
         future: Future[Any] = Future()
-        if not self._thread.is_alive() and not self._ready.is_set():
-            try:
-                future.set_result(fn(self._catalog))
-            except BaseException as exc:  # noqa: BLE001 - handed to the submitter
-                future.set_exception(exc)
-            return future
+        with self._inline:
+            if not self._thread.is_alive() and not self._ready.is_set():
+                try:
+                    future.set_result(fn(self._catalog))
+                except BaseException as exc:  # noqa: BLE001 - handed to the submitter
+                    future.set_exception(exc)
+                return future
         if self._stop.is_set():
             future.set_exception(UnavailableError("catalogd server is closed"))
             return future
@@ -169,6 +205,20 @@ class CatalogServer:
             raise ValueError("the heartbeat interval must be positive")
         self._heartbeat_interval = seconds
         self._bell.ring()
+
+    def drop_connections(self) -> None:
+        """Close and rebind the ROUTER and PUB (on the server thread, soon): every peer
+        reconnects and passes authentication again, so a revoked key is cut off.
+        Streaming snapshots are dropped (their subscribers ask again)."""
+        self._rebind.set()
+        self._bell.ring()
+
+    def subscriber_keys(self) -> dict[str, str]:
+        """client id -> the name of the CURVE key it joined with (empty without CURVE)."""
+        if self.config.curve is None:
+            return {}
+        owners = dict(self._members.owners)
+        return {client: owner.partition(b"\0")[0].decode() for client, owner in owners.items()}
 
     def commit(self, changes: Any) -> Future[Delta]:
         """Commit ``changes`` (key -> payload or None) and publish the delta."""
@@ -195,7 +245,7 @@ class CatalogServer:
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
-                wait = 0 if self._jobs else max(0.0, next_beat - now)
+                wait = max(0.0, min([next_beat, *(j.retry_at for j in self._jobs)]) - now)
                 if self._early_heartbeat:
                     wait = min(wait, 0.05)
                 for sock, _ in poller.poll(int(wait * 1000)):
@@ -204,11 +254,22 @@ class CatalogServer:
                         self._drain_work(pub)
                     else:
                         self._serve(router, limit=64)
-                sockets.advance_jobs(router, self._jobs)
+                if self._rebind.is_set():
+                    self._rebind.clear()
+                    poller.unregister(router)
+                    bound = sockets.rebind(self._context, self.config, bound)
+                    router, pub = bound.router, bound.pub
+                    poller.register(router, zmq.POLLIN)
+                    self._jobs.clear()
+                self.stats.snapshot_retries += sockets.advance_jobs(
+                    router, self._jobs, time.monotonic()
+                )
+                self.stats.snapshot_jobs = len(self._jobs)
                 if self._early_heartbeat and time.monotonic() >= last_beat + 0.05:
                     next_beat = 0.0
                 if time.monotonic() >= next_beat:
                     self._heartbeat(pub)
+                    self._members.expire(self._clock())
                     self._early_heartbeat = False
                     last_beat = time.monotonic()
                     next_beat = last_beat + self._heartbeat_interval
@@ -280,29 +341,63 @@ class CatalogServer:
     def _serve(self, router: zmq.Socket, limit: int) -> None:
         for _ in range(limit):
             try:
-                frames = router.recv_multipart(zmq.NOBLOCK, copy=True)
+                frames = router.recv_multipart(zmq.NOBLOCK, copy=self.config.curve is None)
             except zmq.Again:
                 return
             if len(frames) != 2:
                 self.stats.garbage += 1  # DEALER requests are [identity, body]
                 continue
-            identity, body = frames
+            identity, body, member = self._peer(frames)
+            now = self._clock()
             try:
-                request = codec.unpack(svc.TRequest, body)
-                outcome = requests.answer(
-                    identity, request, self._catalog, self._state(), self._clock()
+                request = requests.decode(
+                    body,
+                    max_inflated=self.config.max_request_inflated_bytes,
+                    max_list_items=self.config.max_request_list_items,
                 )
+                outcome = requests.answer(identity, request, self._catalog, self._state(), now)
             except ProtocolError as exc:
                 outcome = requests.malformed(exc)
-            requests.record(self.stats, outcome)
+            requests.record(self.stats, outcome, self._members, member, now)
             if outcome.early_heartbeat:
                 self._early_heartbeat = True
             if outcome.snapshot is not None:
-                self._jobs.append(outcome.snapshot)
+                self._queue_snapshot(router, outcome.snapshot)
             if outcome.load_request is not None and self._on_load_request is not None:
                 self._on_load_request(*outcome.load_request)
+            if outcome.reload_request is not None and self._on_reload_request is not None:
+                self._on_reload_request(*outcome.reload_request)
             if outcome.response is not None:
                 sockets.send_reply(router, identity, outcome.response)
+
+    def _peer(self, frames: list[Any]) -> tuple[bytes, bytes, bytes]:
+        """``(ROUTER identity, body, member id)`` of a received request.
+
+        With CURVE the member id is ``key name + NUL + identity``: joins and
+        reports are bound to the authenticated key as well as the connection
+        (a peer that fakes another's routing id has another key).
+        """
+        if self.config.curve is None:
+            return frames[0], frames[1], frames[0]
+        identity, body = frames[0].bytes, frames[1].bytes
+        key = curve.user_id(frames[1]).encode()
+        return identity, body, key + b"\0" + identity
+
+    def _queue_snapshot(self, router: zmq.Socket, job: SnapshotJob) -> None:
+        """Queue ``job`` within the per-peer and total bounds (see the module docstring)."""
+        mine = [j for j in self._jobs if j.identity == job.identity]
+        while mine and len(mine) >= self.config.max_snapshot_jobs_per_peer:
+            # The peer asked again, so it gave up on its oldest request.
+            self._jobs.remove(mine.pop(0))
+            self.stats.snapshot_jobs_replaced += 1
+        if len(self._jobs) >= self.config.max_snapshot_jobs:
+            self.stats.busy += 1
+            busy = requests.status(
+                svc.TStatusCode.BUSY, "too many snapshots in progress", job.request_id
+            )
+            sockets.send_reply(router, job.identity, busy)
+            return
+        self._jobs.append(job)
 
     def _state(self) -> requests.ServerState:
         return requests.ServerState(

@@ -18,6 +18,7 @@ from catalogd.server.ports import free_port
 
 READY = re.compile(r"initial catalog published: version (\d+).*service id (\w+)")
 LOADED = "background load done"
+STANDBY = re.compile(r"standby: catalog loaded: version (\d+); service id (\w+)")
 
 
 class CatalogdProcess:
@@ -47,10 +48,13 @@ class CatalogdProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.version = 0
         self.service_id = ""
+        self._offset = 0
 
-    def start(self, timeout: float = 60.0) -> CatalogdProcess:
+    def start(self, timeout: float = 60.0, *, standby: bool = False) -> CatalogdProcess:
+        """Start and wait until it serves (``standby``: until it is a loaded HA standby)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._offset = offset
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         cmd = [
             sys.executable,
@@ -72,13 +76,23 @@ class CatalogdProcess:
         ]
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env)
         log.close()
+        self._wait_for(STANDBY if standby else READY, timeout)
+        return self
+
+    def wait_active(self, timeout: float = 60.0) -> CatalogdProcess:
+        """HA: wait until this (standby) process took over and serves."""
+        self._wait_for(READY, timeout)
+        return self
+
+    def _wait_for(self, pattern: re.Pattern[str], timeout: float) -> None:
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            text = self.log_path.read_bytes()[offset:].decode(errors="replace")
-            match = READY.search(text)
+            text = self.log_path.read_bytes()[self._offset :].decode(errors="replace")
+            match = pattern.search(text)
             if match:
                 self.version, self.service_id = int(match.group(1)), match.group(2)
-                return self
+                return
             if self.proc.poll() is not None:
                 raise AssertionError(
                     f"catalogd exited with {self.proc.returncode}:\n{text[-3000:]}"

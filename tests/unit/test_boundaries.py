@@ -25,7 +25,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PURE = ["catalogd.core", "subscriber.protocol", "subscriber.sync", "subscriber.cache"]
+PURE = [
+    "catalogd.core",
+    "catalogd.ha.lease",
+    "subscriber.protocol",
+    "subscriber.sync",
+    "subscriber.cache",
+]
 IO_MODULES = {
     "zmq",
     "socket",
