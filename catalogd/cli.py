@@ -166,10 +166,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dump(args: argparse.Namespace) -> int:
     from catalogd.core.catalog import Catalog
-    from catalogd.daemon import open_metastore
     from catalogd.metastore import convert
     from catalogd.metastore import source as loader
     from catalogd.metastore.client import MetastoreClient
+    from catalogd.metastore.connection import open_metastore
     from subscriber.protocol.keys import object_type_of
 
     with ExitStack() as stack:

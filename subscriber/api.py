@@ -13,6 +13,10 @@ decoded Thrift structs: treat them as read-only (copy before changing one).
 Listeners run on the background thread; one that raises is logged and kept.
 A subscriber belongs to the process that started it: using it in a forked child
 raises :class:`~subscriber.protocol.errors.ForkedProcessError`.
+
+Why one module of over 400 lines: it is the whole public surface of the library in one
+class (lifecycle, waits, reads, listeners, privileges, pools, failover endpoints); the
+read helpers live in :mod:`subscriber.reads`.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ barriers wait for it): at once when it changed, else every ``report_interval_s``
 Invariants: the cache only ever moves by whole deltas that follow its version
 or by complete snapshots; every lost message is detected by a version gap, a
 count mismatch, or a heartbeat.
+
+Why one module of just over 400 lines: it is the protocol's one state machine; splitting
+its transitions across files would hide the invariants stated above.
 """
 
 from __future__ import annotations

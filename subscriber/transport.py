@@ -9,6 +9,10 @@ each input returns (requests, the version report, counters). Every protocol
 decision (snapshot reassembly, gaps, resyncs, when to report) is the machine's.
 User threads talk to it only through thread-safe queues and read the cache's
 immutable view; see :mod:`subscriber.api` for the public class.
+
+Why one module of just over 400 lines: the one thread that owns the DEALER and SUB
+sockets (plus failover between endpoints and the CURVE monitor); every decision it
+carries out is made in :mod:`subscriber.sync`.
 """
 
 from __future__ import annotations

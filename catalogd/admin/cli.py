@@ -10,6 +10,10 @@ The options shared by every admin command (``--endpoint``, ``--json``,
 ``--timeout``) are accepted before or after the command, as in git:
 ``catalogd admin --json status`` and ``catalogd admin status --json`` are the
 same; given in both places, the later one wins.
+
+Why one module of over 400 lines: the argument parser of every admin sub-command and the
+pure formatters of their answers belong to one user-facing surface; splitting them would
+scatter each command's options from its output.
 """
 
 from __future__ import annotations

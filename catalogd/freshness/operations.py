@@ -23,6 +23,11 @@ around their HMS read and commit, so they cannot invalidate each other's reads
 and a refresh can never be starved by newer invalidates. BusyError is answered
 only when ``max_waiting_per_table`` commands already wait for the table (the
 stated overload bound), or when database-wide resets kept invalidating a read.
+
+Why one module of over 400 lines: every way of changing the catalog from HMS (names,
+tables, partitions, functions, privileges, pools, files) follows the same read-off-
+thread, one-submission pattern, and keeping them side by side keeps that pattern
+visible.
 """
 
 from __future__ import annotations

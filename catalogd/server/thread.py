@@ -30,6 +30,10 @@ can be; nothing a peer sends stops the loop.
 With CURVE keys (``config.curve``, :mod:`catalogd.security`) joins and reports
 are bound to the sending key too, and :meth:`CatalogServer.drop_connections`
 rebinds both sockets so that a revoked key loses its live connections.
+
+Why one module of over 400 lines: it is the one thread that owns the catalog and both
+sockets; its decisions are already pure (requests, snapshots, members), and what is left
+is that thread's loop, publishing and durable version reservation.
 """
 
 from __future__ import annotations

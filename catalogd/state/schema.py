@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -284,3 +285,14 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
     finally:
         cursor.close()
+
+
+def private_sqlite_file(url: str) -> None:
+    """Make a SQLite state file (it holds the audit log) readable by its owner only."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or url == prefix or ":memory:" in url:
+        return
+    path = Path(url[len(prefix) :].partition("?")[0])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600)  # SQLite gives its journal files the database file's mode
+    path.chmod(0o600)

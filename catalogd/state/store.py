@@ -44,6 +44,10 @@ Errors (foreign DBAPI errors mapped here, the original chained):
 Thread safety: every method may be called from any thread; ``reserve`` is
 serialized by a lock. Every method blocks on database I/O, except ``reserve``
 within an already persisted block.
+
+Why one module of over 400 lines: it is the one class that writes the state database,
+and every write shares the same transaction, fencing and error-mapping discipline; the
+schema and values live in their own modules.
 """
 
 from __future__ import annotations

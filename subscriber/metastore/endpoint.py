@@ -28,6 +28,10 @@ Per call (binary protocol, unframed; see :mod:`subscriber.metastore.framing`):
   ``MetaException`` naming the endpoint and HMS's address.
 
 Bytes that are no Thrift message close that connection only.
+
+Why one module of over 400 lines: the connection threads, forwarding and read-your-
+writes wait share one connection lifecycle; answers, filters and framing are separate
+pure modules.
 """
 
 from __future__ import annotations

@@ -139,14 +139,23 @@ def pair(
 
 
 class _Watcher:
-    """Subscribers given both endpoints, recording (service id, version) of every change."""
+    """Subscribers given both endpoints, recording (service id, cache version) at every
+    change and the version of each changed key.
+
+    Events of one delta or snapshot come in key order, not version order, so the
+    guarantee checked is the one the protocol makes: the cache's version and each
+    key's version never go back."""
 
     def __init__(self, endpoints: list[str], count: int = 3) -> None:
         self.subs = [CatalogSubscriber(endpoints, stale_after_heartbeats=3) for _ in range(count)]
         self.seen: list[list[tuple[str, int]]] = [[] for _ in self.subs]
-        for sub, seen in zip(self.subs, self.seen, strict=True):
+        self.keys: list[dict[str, list[int]]] = [{} for _ in self.subs]
+        for sub, seen, keys in zip(self.subs, self.seen, self.keys, strict=True):
             sub.add_listener(
-                lambda event, sub=sub, seen=seen: seen.append((sub.service_id, event.version))
+                lambda event, sub=sub, seen=seen, keys=keys: (
+                    seen.append((sub.service_id, sub.version)),
+                    keys.setdefault(event.key, []).append(event.version),
+                )
             )
             sub.start()
 
@@ -163,9 +172,11 @@ class _Watcher:
         return all(sub.service_id == service_id and sub.is_synced for sub in self.subs)
 
     def assert_versions_grew(self) -> None:
-        for seen in self.seen:
+        for seen, keys in zip(self.seen, self.keys, strict=True):
             versions = [v for _, v in seen]
-            assert versions == sorted(versions), "a subscriber saw a version go back"
+            assert versions == sorted(versions), "a subscriber's version went back"
+            for key, key_versions in keys.items():
+                assert key_versions == sorted(key_versions), f"{key}'s version went back"
 
 
 def _burst(admins: list[str], hms: Any, db: str, stop: threading.Event) -> threading.Thread:  # noqa: ANN401

@@ -11,6 +11,7 @@ import pytest
 from polling import wait_until
 from support.catalogd_process import CatalogdProcess
 
+from catalogd.metastore import convert
 from catalogd.metastore import source as loader
 from catalogd.metastore.client import MetastoreClient
 from subscriber.api import CatalogSubscriber
@@ -21,9 +22,12 @@ HERE = Path(__file__).resolve().parent
 
 
 def hms_keys(uri: str) -> set[str]:
+    """What catalogd publishes for database objects: the catalog and the functions."""
     with MetastoreClient(uri) as client:
-        objects, _ = loader.load_catalog(loader.ThriftSource(client))
-    return set(objects)
+        source = loader.ThriftSource(client)
+        objects, _ = loader.load_catalog(source)
+        functions = convert.function_objects(source.all_functions())
+    return set(objects) | set(functions)
 
 
 def cached_keys(sub: CatalogSubscriber) -> set[str]:

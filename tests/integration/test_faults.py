@@ -176,12 +176,13 @@ def _recv(sock: zmq.Socket, timeout_s: float = 10.0) -> bytes:
 
 
 def test_the_state_file_is_private_and_the_audit_log_escapes_names(tmp_path: Path) -> None:
-    from catalogd import daemon
+    from catalogd.admin import audit
     from catalogd.metrics import Metrics
+    from catalogd.state.schema import private_sqlite_file
     from catalogd.state.store import StateStore, sqlite_url
 
     url = sqlite_url(str(tmp_path / "data" / "state.db"))
-    daemon._private_sqlite_file(url)
+    private_sqlite_file(url)
     with StateStore.open(url) as store:
         assert (tmp_path / "data" / "state.db").stat().st_mode & 0o777 == 0o600
         request = svc.TAdminRequest(
@@ -193,7 +194,7 @@ def test_the_state_file_is_private_and_the_audit_log_escapes_names(tmp_path: Pat
         response = svc.TAdminResponse(
             status=svc.TStatus(code=svc.TStatusCode.NOTFOUND, message="no db\nforged.t\x00")
         )
-        daemon._admin_done(Metrics(), store, request, response, 0.01)
+        audit.admin_done(Metrics(), store, request, response, 0.01)
         (record,) = store.audit(1)
     text = repr(dataclasses.asdict(record))
     assert record.requester == "eve\\r\\nroot"

@@ -138,8 +138,9 @@ def test_postgres_backed_metastore_serves_a_round_trip(hms_postgres: EmbeddedMet
             with psycopg.connect(backend.conninfo) as conn:
                 rows = conn.execute(
                     'SELECT p."PART_NAME" FROM "PARTITIONS" p JOIN "TBLS" t '
-                    'ON p."TBL_ID" = t."TBL_ID" WHERE t."TBL_NAME" = %s ORDER BY 1',
-                    ("t",),
+                    'ON p."TBL_ID" = t."TBL_ID" JOIN "DBS" d ON t."DB_ID" = d."DB_ID" '
+                    'WHERE t."TBL_NAME" = %s AND d."NAME" = %s ORDER BY 1',
+                    ("t", db),
                 ).fetchall()
             assert [r[0] for r in rows] == ["p=a", "p=b"]
         finally:

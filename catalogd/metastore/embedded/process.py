@@ -14,6 +14,10 @@ The JVM dies with its parent (:mod:`.lifeline`: a parent-death signal), and an
 orphaned HMS of the same data directory, left by a catalogd killed before, is
 stopped before starting. When Derby still refuses (another *running* HMS holds
 the database), the error says so, with its pid, and what to do.
+
+Why one module of just over 400 lines: the lifecycle of one HMS JVM (start, probe,
+stale-instance clean-up, stop) in one class; configuration, Java discovery, schemas and
+the JVM command line are separate modules.
 """
 
 from __future__ import annotations

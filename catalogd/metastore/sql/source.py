@@ -22,6 +22,10 @@ gets from HMS, so the catalog objects made from them are identical.
   -> :class:`NotFoundError`.
 
 Thread-safety: one source per thread (the engine's pool is per source).
+
+Why one module of just over 400 lines: it implements the whole MetastoreSource protocol
+over SQL; the schema, struct building, grants, statistics and fingerprints are separate
+modules.
 """
 
 from __future__ import annotations
