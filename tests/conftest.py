@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 pytest_plugins = ["support.fixtures"]
+
+# py4j logs "Closing down clientserver connection" from a finalizer at interpreter
+# exit, after pytest closed its capture streams: a traceback after the summary line.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
