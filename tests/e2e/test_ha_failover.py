@@ -272,6 +272,11 @@ def test_sigstop_longer_than_the_lease_fences_the_old_active(
         # The old active notices at once that its deadline passed, and exits.
         assert a.proc.wait(15) == EXIT_FENCED
         assert "lost the lease" in a.log_tail()
+        # Changes published by the new active reach every subscriber (so each saw b).
+        wait_until(
+            lambda: min(s.version for s in watcher.subs) > b.version + 5,
+            what="changes on the new active",
+        )
         stop.set()
         burst.join(10)
         _equal_to_hms(watcher, hms, hms_db, b.admin_endpoint)

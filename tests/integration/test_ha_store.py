@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from polling import wait_until
+from support.databases import POSTGRES, execute, scratch_database
 
 from catalogd.config import Config, ConfigError, HaConfig
 from catalogd.ha import node as ha_node
@@ -30,19 +31,8 @@ from subscriber.protocol.errors import NotActiveError
 
 pytestmark = pytest.mark.timeout(120)
 
-POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/{db}"
-MARIADB = "mysql+pymysql://root@127.0.0.1:3306/{db}"
 A = Claim("a", "tcp://a:26500", "tcp://a:26502")
 B = Claim("b", "tcp://b:26500", "tcp://b:26502")
-
-
-def _execute(url: str, statement: str) -> None:
-    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(sa.text(statement))
-    finally:
-        engine.dispose()
 
 
 @pytest.fixture(
@@ -52,15 +42,8 @@ def _execute(url: str, statement: str) -> None:
     ]
 )
 def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    name = f"catalogd_ha_{secrets.token_hex(4)}"
-    template = POSTGRES if request.param == "postgresql" else MARIADB
-    admin = template.format(db="postgres" if request.param == "postgresql" else "")
-    _execute(admin, f"CREATE DATABASE {name}")
-    try:
-        yield template.format(db=name)
-    finally:
-        force = " WITH (FORCE)" if request.param == "postgresql" else ""
-        _execute(admin, f"DROP DATABASE IF EXISTS {name}{force}")
+    with scratch_database(request.param, "catalogd_ha") as url:
+        yield url
 
 
 @pytest.fixture
@@ -240,7 +223,7 @@ def test_sqlite_refuses_ha(tmp_path: Path) -> None:
 @pytest.mark.postgres
 def test_renew_interval_must_fit_the_lease(tmp_path: Path) -> None:
     name = f"catalogd_ha_{secrets.token_hex(4)}"
-    _execute(POSTGRES.format(db="postgres"), f"CREATE DATABASE {name}")
+    execute(POSTGRES.format(db="postgres"), f"CREATE DATABASE {name}")
     try:
         config = Config(ha=HaConfig(enabled=True, lease_s=1.0, renew_interval_s=0.9))
         with (
@@ -249,4 +232,4 @@ def test_renew_interval_must_fit_the_lease(tmp_path: Path) -> None:
         ):
             ha_node.open_keeper(config, store, threading.Event())
     finally:
-        _execute(POSTGRES.format(db="postgres"), f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        execute(POSTGRES.format(db="postgres"), f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

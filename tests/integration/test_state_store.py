@@ -9,7 +9,6 @@ version the child reported reserved.
 from __future__ import annotations
 
 import os
-import secrets
 import selectors
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from support.databases import scratch_database
 
 from catalogd.core.cache_pools import CacheMark, CachePool
 from catalogd.state.schema import LATEST, schema_version
@@ -36,17 +36,6 @@ from subscriber.protocol.errors import (
 pytestmark = pytest.mark.timeout(120)
 
 REPO = Path(__file__).resolve().parents[2]
-POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/{db}"
-MARIADB = "mysql+pymysql://root@127.0.0.1:3306/{db}"
-
-
-def _admin_execute(url: str, statement: str) -> None:
-    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(sa.text(statement))
-    finally:
-        engine.dispose()
 
 
 @pytest.fixture(
@@ -58,18 +47,11 @@ def _admin_execute(url: str, statement: str) -> None:
 )
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The URL of an empty database of its own on one backend."""
-    name = f"catalogd_state_{secrets.token_hex(4)}"
     if request.param == "sqlite":
         yield sqlite_url(str(tmp_path / "state.db"))
         return
-    template = POSTGRES if request.param == "postgresql" else MARIADB
-    admin = template.format(db="postgres" if request.param == "postgresql" else "")
-    _admin_execute(admin, f"CREATE DATABASE {name}")
-    try:
-        yield template.format(db=name)
-    finally:
-        force = " WITH (FORCE)" if request.param == "postgresql" else ""
-        _admin_execute(admin, f"DROP DATABASE IF EXISTS {name}{force}")
+    with scratch_database(request.param, "catalogd_state") as url:
+        yield url
 
 
 @pytest.fixture

@@ -16,14 +16,11 @@ case-sensitive.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from catalogd.metastore.embedded.java import FAST_START_FLAGS, find_pyspark_jars, tail_from
+from catalogd.metastore.embedded.schematool import schema_ddl
 from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
 __all__ = ["MYSQL_EXTRA_DDL", "MariaDbBackend"]
@@ -128,50 +125,21 @@ class MariaDbBackend:
         self, java: str, work_dir: Path, cache_dir: Path | None, timeout_s: float
     ) -> str:
         """The HMS DDL for MySQL, from the cache or made by SchemaTool (~3-5 s)."""
-        jars = find_pyspark_jars()
-        model_jars = sorted(
-            p for p in jars.glob("*.jar") if p.name.startswith(("hive-metastore-", "datanucleus-"))
-        )
-        key = hashlib.sha256(repr([(p.name, p.stat().st_size) for p in model_jars]).encode())
-        cached = cache_dir / f"hms-schema-mysql-{key.hexdigest()[:16]}.sql" if cache_dir else None
-        if cached is not None and cached.is_file():
-            return cached.read_text()
-        props = work_dir / "datanucleus-mysql.properties"
-        props.touch(mode=0o600)
         settings = {
             **self.properties(work_dir),
             "datanucleus.storeManagerType": "rdbms",
             "datanucleus.identifierFactory": "datanucleus1",
             "datanucleus.rdbms.useLegacyNativeValueStrategy": "true",
         }
-        props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-        ddl_file, log_file = work_dir / "schema-mysql.sql", work_dir / "schema-tool-mysql.log"
-        cmd = [
-            java, *FAST_START_FLAGS, "-cp", f"{jars}/*{os.pathsep}{self.driver_jar}",
-            "org.datanucleus.store.schema.SchemaTool", "-create", "-api", "JDO",
-            "-props", str(props), "-ddlFile", str(ddl_file), "-completeDdl", "package.jdo",
-        ]  # fmt: skip
-        with log_file.open("w") as log:
-            try:
-                done = subprocess.run(
-                    cmd, cwd=work_dir, stdout=log, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, timeout=timeout_s, check=False,
-                )  # fmt: skip
-            except subprocess.TimeoutExpired as exc:
-                raise MetastoreUnavailableError(
-                    f"DataNucleus SchemaTool timed out after {timeout_s:.0f} s"
-                ) from exc
-        if done.returncode != 0 or not ddl_file.is_file():
-            raise MetastoreUnavailableError(
-                f"DataNucleus SchemaTool failed (exit {done.returncode}):\n{tail_from(log_file, 0)}"
-            )
-        ddl = ddl_file.read_text()
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(ddl)
-            tmp.replace(cached)
-        return ddl
+        return schema_ddl(
+            "mysql",
+            properties="".join(f"{k}={v}\n" for k, v in settings.items()),
+            driver_jar=self.driver_jar,
+            java=java,
+            work_dir=work_dir,
+            cache_dir=cache_dir,
+            timeout_s=timeout_s,
+        )
 
 
 def _fit_row_size(ddl: str) -> str:

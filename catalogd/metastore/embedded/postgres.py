@@ -9,13 +9,10 @@ schema up front: the DDL DataNucleus SchemaTool writes from the wheel's jars
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
 from pathlib import Path
 
 from catalogd.metastore.embedded.config import PostgresBackend
-from catalogd.metastore.embedded.java import FAST_START_FLAGS, find_pyspark_jars, tail_from
+from catalogd.metastore.embedded.schematool import schema_ddl
 from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
 __all__ = [
@@ -57,71 +54,6 @@ def datanucleus_properties(backend: PostgresBackend) -> str:
     return header + "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def _schema_ddl(
-    backend: PostgresBackend,
-    *,
-    java: str,
-    jars: Path,
-    work_dir: Path,
-    cache_dir: Path | None,
-    timeout_s: float,
-) -> str:
-    """Return the HMS DDL for PostgreSQL, from the cache or made by SchemaTool (~2-4 s)."""
-    model_jars = sorted(
-        p for p in jars.glob("*.jar") if p.name.startswith(("hive-metastore-", "datanucleus-"))
-    )
-    key = hashlib.sha256(repr([(p.name, p.stat().st_size) for p in model_jars]).encode())
-    cached = cache_dir / f"hms-schema-postgresql-{key.hexdigest()[:16]}.sql" if cache_dir else None
-    if cached is not None and cached.is_file():
-        return cached.read_text()
-    props = work_dir / "datanucleus.properties"
-    props.touch(mode=0o600)
-    props.write_text(datanucleus_properties(backend))
-    ddl_file, log_file = work_dir / "schema.sql", work_dir / "schema-tool.log"
-    cmd = [
-        java,
-        *FAST_START_FLAGS,
-        "-cp",
-        f"{jars}/*{os.pathsep}{backend.driver_jar}",
-        "org.datanucleus.store.schema.SchemaTool",
-        "-create",
-        "-api",
-        "JDO",
-        "-props",
-        str(props),
-        "-ddlFile",
-        str(ddl_file),
-        "-completeDdl",
-        "package.jdo",
-    ]
-    with log_file.open("w") as log:
-        try:
-            done = subprocess.run(
-                cmd,
-                cwd=work_dir,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                timeout=timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise MetastoreUnavailableError(
-                f"DataNucleus SchemaTool timed out after {timeout_s:.0f} s"
-            ) from exc
-    if done.returncode != 0 or not ddl_file.is_file():
-        raise MetastoreUnavailableError(
-            f"DataNucleus SchemaTool failed (exit {done.returncode}):\n{tail_from(log_file, 0)}"
-        )
-    ddl = ddl_file.read_text()
-    if cached is not None:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(ddl)
-        tmp.replace(cached)
-    return ddl
-
-
 def create_postgres_schema(
     backend: PostgresBackend,
     *,
@@ -150,10 +82,11 @@ def create_postgres_schema(
             row = conn.execute("""SELECT to_regclass('"VERSION"')""").fetchone()
             if row is not None and row[0] is not None:
                 return False
-            ddl = _schema_ddl(
-                backend,
+            ddl = schema_ddl(
+                "postgresql",
+                properties=datanucleus_properties(backend),
+                driver_jar=backend.driver_jar,
                 java=java,
-                jars=find_pyspark_jars(),
                 work_dir=work_dir,
                 cache_dir=cache_dir,
                 timeout_s=timeout_s,
