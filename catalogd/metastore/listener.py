@@ -96,30 +96,7 @@ def listener_jar(
         work = Path(tmp)
         (work / SOURCE_NAME).write_text(source, encoding="utf-8")
         classes = work / "classes"
-        command = [
-            javac,
-            "--release",
-            "8",  # the HMS may run on any Java from 8 up
-            "-nowarn",
-            "-encoding",
-            "UTF-8",
-            "-d",
-            str(classes),
-            "-cp",
-            f"{jars}/*",
-            str(work / SOURCE_NAME),
-        ]
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=timeout_s, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise MetastoreUnavailableError(f"cannot compile the HMS listener: {exc}") from exc
-        if done.returncode != 0:
-            raise MetastoreUnavailableError(
-                f"javac failed to compile the HMS listener (exit {done.returncode}):\n"
-                f"{(done.stderr + done.stdout)[-4000:]}"
-            )
+        compile_java(javac, work / SOURCE_NAME, classes, jars, "the HMS listener", timeout_s)
         partial = work / "listener.jar"
         # A jar, not a directory, on the classpath: the JVM's class-data sharing archive
         # refuses non-empty directories.
@@ -129,3 +106,29 @@ def listener_jar(
                 jar.write(path, path.relative_to(classes).as_posix())
         partial.replace(target)
     return target
+
+
+def compile_java(
+    javac: str, source: Path, classes: Path, jars: Path, what: str, timeout_s: float
+) -> None:
+    """Compile ``source`` for Java 8+ against the wheel's ``jars`` into ``classes``.
+
+    The HMS may run on any Java from 8 up, hence ``--release 8``.
+
+    Raises:
+        MetastoreUnavailableError: javac could not run, timed out or failed
+            (the message names ``what`` and carries javac's output).
+    """
+    command = [javac, "--release", "8", "-nowarn", "-encoding", "UTF-8"]
+    command += ["-d", str(classes), "-cp", f"{jars}/*", str(source)]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MetastoreUnavailableError(f"cannot compile {what}: {exc}") from exc
+    if done.returncode != 0:
+        raise MetastoreUnavailableError(
+            f"javac failed to compile {what} (exit {done.returncode}):\n"
+            f"{(done.stderr + done.stdout)[-4000:]}"
+        )

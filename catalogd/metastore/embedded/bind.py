@@ -14,14 +14,12 @@ is checked, not assumed.
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import tempfile
 import zipfile
 from importlib import resources
 from pathlib import Path
 
-from catalogd.metastore.listener import find_javac
-from subscriber.protocol.errors import MetastoreUnavailableError
+from catalogd.metastore.listener import compile_java, find_javac
 
 __all__ = ["AGENT_CLASS", "LOOPBACK", "agent_flag", "agent_jar", "listening_addresses"]
 
@@ -57,19 +55,7 @@ def agent_jar(jars: Path, cache_dir: Path, *, java: str = "java", timeout_s: flo
         work = Path(tmp)
         (work / _SOURCE).write_text(source, encoding="utf-8")
         classes = work / "classes"
-        command = [javac, "--release", "8", "-nowarn", "-encoding", "UTF-8"]
-        command += ["-d", str(classes), "-cp", f"{jars}/*", str(work / _SOURCE)]
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=timeout_s, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise MetastoreUnavailableError(f"cannot compile the HMS bind agent: {exc}") from exc
-        if done.returncode != 0:
-            raise MetastoreUnavailableError(
-                f"javac failed to compile the HMS bind agent (exit {done.returncode}):\n"
-                f"{(done.stderr + done.stdout)[-4000:]}"
-            )
+        compile_java(javac, work / _SOURCE, classes, jars, "the HMS bind agent", timeout_s)
         partial = work / "agent.jar"
         manifest = f"Manifest-Version: 1.0\r\nPremain-Class: {AGENT_CLASS}\r\n\r\n"
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
