@@ -273,9 +273,10 @@ struct THdfsPartition {
   // catalogd: the pool this partition is marked cached in (with is_marked_cached).
   100: optional string cache_pool_name
   // catalogd: the HMS Partition as HMS returned it, so an HMS endpoint can
-  // answer with it field for field. To save space parameters is unset (see
-  // hms_parameters), and so is every sd field equal to the table's sd: bit
-  // (1 << field id) of hms_sd_inherited says which (rebuilt from the table).
+  // answer with it field for field. To save space what can be rebuilt exactly
+  // is unset (parameters: see hms_parameters; sd fields equal to the table's,
+  // names, values, location): hms_sd_inherited says which
+  // (subscriber/protocol/hms_partition.py slims and rebuilds).
   101: optional hive_metastore.Partition hms_partition
   102: optional i32 hms_sd_inherited
 }

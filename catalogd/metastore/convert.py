@@ -13,13 +13,12 @@ key, never counters.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Iterable
 from typing import Any
 
 import idl
-from subscriber.protocol import codec
+from subscriber.protocol import codec, hms_partition
 from subscriber.protocol.hive_types import column_type
 from subscriber.protocol.keys import (
     database_key,
@@ -225,27 +224,10 @@ def partition_object(
         partition_name=part_name,
         hdfs_storage_descriptor=storage_descriptor(table, sd),
     )
-    obj.hms_partition, obj.hms_sd_inherited = _hms_partition(table, part)
+    obj.hms_partition, obj.hms_sd_inherited = hms_partition.slim(
+        table, part, part_name, obj.location.suffix
+    )
     return key, co.TCatalogObject(type=T.HDFS_PARTITION, catalog_version=0, hdfs_partition=obj)
-
-
-def _hms_partition(table: object, part: object) -> tuple[object, int]:
-    """The HMS ``Partition`` kept for HMS endpoints (``THdfsPartition.hms_partition``)
-    and its ``hms_sd_inherited`` bits: a copy without ``parameters`` (kept in
-    ``hms_parameters``) and without the ``sd`` fields equal to the table's (bit
-    ``1 << field id`` set for each; rebuilt from the table on the way out)."""
-    kept = copy.copy(part)
-    kept.parameters = None  # type: ignore[attr-defined]
-    sd, table_sd = getattr(part, "sd", None), getattr(table, "sd", None)
-    inherited = 0
-    if sd is not None and table_sd is not None:
-        kept.sd = copy.copy(sd)  # type: ignore[attr-defined]
-        for fid, spec in type(sd).thrift_spec.items():  # type: ignore[attr-defined]
-            value = getattr(sd, spec[1])
-            if value is not None and value == getattr(table_sd, spec[1]):
-                setattr(kept.sd, spec[1], None)  # type: ignore[attr-defined]
-                inherited |= 1 << fid
-    return kept, inherited
 
 
 def table_object(table: object, col_stats: dict[str, object] | None = None) -> tuple[str, object]:

@@ -20,7 +20,6 @@ ready bytes. Thread-safety: any thread may call; memo races only repeat work.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +28,7 @@ import idl
 from subscriber.cache import CacheView, PartitionSet
 from subscriber.metastore import filters
 from subscriber.metastore.framing import LIST, STRING, STRUCT, struct_list_success, success_struct
-from subscriber.protocol import codec
+from subscriber.protocol import codec, hms_partition
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.keys import (
     FUNCTION_PREFIX,
@@ -218,18 +217,9 @@ class CacheAnswers:
         memo_key = (entry.key, entry.version)
         data = self._encoded.get(memo_key)
         if data is None:
-            part = self._decode(entry).hdfs_partition
-            kept = part.hms_partition
-            if kept is None:
+            rebuilt = hms_partition.rebuild(table, self._decode(entry).hdfs_partition)
+            if rebuilt is None:
                 raise Forward("partition kept without its HMS struct")
-            rebuilt = copy.copy(kept)
-            rebuilt.parameters = dict(part.hms_parameters or {})
-            inherited = part.hms_sd_inherited or 0
-            if inherited and kept.sd is not None and table.sd is not None:
-                rebuilt.sd = copy.copy(kept.sd)
-                for fid, spec in type(kept.sd).thrift_spec.items():
-                    if inherited >> fid & 1:
-                        setattr(rebuilt.sd, spec[1], getattr(table.sd, spec[1]))
             data = codec.encode(rebuilt, check=False)
             self._encoded[memo_key] = data
         return data
