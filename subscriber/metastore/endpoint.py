@@ -231,6 +231,7 @@ class MetastoreEndpoint:
                     if not chunk:
                         return
                     buf += chunk
+                    _drain(client, buf)
                     continue
                 message = bytes(buf[:end])
                 del buf[:end]
@@ -417,3 +418,27 @@ def _succeeded(reply: bytes) -> bool:
     if not body or body[0] == framing.STOP:
         return True
     return len(body) >= 3 and body[1:3] == b"\x00\x00"
+
+
+def _drain(client: socket.socket, buf: bytearray) -> None:
+    """Append what ``client`` has already delivered, without waiting.
+
+    :func:`framing.message_end` walks the buffer from its start, so scanning after
+    every 64 KiB chunk would make a large message cost its thread time quadratic
+    in its size; reading what is there first walks it about once. (Non-blocking
+    mode rather than ``MSG_DONTWAIT``: with a timeout set, Python waits for
+    readability before every ``recv``.)
+    """
+    timeout = client.gettimeout()
+    client.setblocking(False)
+    try:
+        while True:
+            try:
+                more = client.recv(1 << 20)
+            except (BlockingIOError, InterruptedError):
+                return
+            if not more:  # the peer closed: the next blocking recv says so
+                return
+            buf += more
+    finally:
+        client.settimeout(timeout)

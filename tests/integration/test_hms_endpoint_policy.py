@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -137,3 +138,28 @@ def test_sidecar_serves_and_logs_its_counters(
             proc.wait(10)
     assert proc.returncode == 0, "".join(lines) + rest
     assert "'get_all_databases': 1" in rest
+
+
+def test_a_large_message_is_framed_about_once(
+    hms: EmbeddedMetastore,
+    served: tuple[CatalogServer, MetastoreEndpoint],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """4 MiB in one call (a huge unknown field, forwarded): the connection's thread
+    walks it a few times, not once per 64 KiB chunk (64 times)."""
+    _, endpoint = served
+    walks = []
+    real = framing.message_end
+
+    def spy(buf, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if threading.current_thread().name.startswith("catalogd-hms-conn"):
+            walks.append(len(buf))
+        return real(buf, *args, **kwargs)
+
+    monkeypatch.setattr(framing, "message_end", spy)
+    big = b"\x0b\x00\x63" + (4 << 20).to_bytes(4, "big") + b"x" * (4 << 20)
+    message = framing.header_bytes("getVersion", framing.CALL, 7) + big + b"\x00"
+    assert _raw_call(endpoint.uri, message) == _raw_call(
+        hms.uri, b"".join([framing.header_bytes("getVersion", framing.CALL, 7), b"\x00"])
+    )
+    assert 0 < len(walks) <= 16, len(walks)
