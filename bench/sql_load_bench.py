@@ -35,6 +35,7 @@ from typing import Any
 from support import sql_catalog
 from support.measure import Result, add_output_argument, cpu_note, finish, peak_rss_bytes, rss_bytes
 
+from catalogd.freshness.load_workers import LoadWorkers
 from catalogd.freshness.operations import Operations
 from catalogd.freshness.polling import Poller
 from catalogd.freshness.sql_detection import SqlPoller
@@ -53,15 +54,18 @@ def pg_url(database: str) -> str:
 
 @contextmanager
 def published(
-    factory: Callable[[], MetastoreSource], pool: int
+    factory: Callable[[], MetastoreSource], pool: int, processes: int = 0
 ) -> Iterator[tuple[float, Operations, int]]:
-    """Load everything as ``catalogd serve`` does; yields (seconds to published, ops,
-    partitions published)."""
+    """Load everything as ``catalogd serve`` does (``processes`` load workers, 0: none);
+    yields (seconds to published, ops, partitions published)."""
     with ExitStack() as stack:
         server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*"))
         ops = Operations(server, factory)
         stack.callback(ops.close)
         started = time.monotonic()
+        if processes:
+            ops.workers = LoadWorkers(factory, processes).start()
+            stack.callback(ops.workers.close)
         ops.load_names()
         server.start()
         stack.callback(server.close)

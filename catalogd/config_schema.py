@@ -69,6 +69,7 @@ class StateConfig:
 @dataclass(frozen=True)
 class LoaderConfig:
     pool_size: int = 4
+    processes: int = 2  # load worker processes with hms.db_url (catalogd.freshness.load_workers)
 
 
 @dataclass(frozen=True)
@@ -268,6 +269,8 @@ KEYS: tuple[Key, ...] = (
     Key("state.url", str, _db_url, _DB, "--state-db"),
     Key("loader.pool_size", int, _count(1, 256), "an integer from 1 to 256",
         "--loader-pool-size"),
+    Key("loader.processes", int, _count(0, 64), "an integer from 0 to 64",
+        "--load-processes"),
     Key("detector.mode", str, _one_of(*DETECTION_MODES), _DETECTION, "--change-detection"),
     Key("detector.poll_interval_s", float, _positive, _SECONDS, "--poll-interval", live=True),
     Key("detector.poll_max_calls_per_s", float, _positive, "a number > 0",

@@ -35,6 +35,7 @@ from catalogd.core import cache_pools as caching
 from catalogd.files.metadata import FileMetadata
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.freshness.files import FileWatcher
+from catalogd.freshness.load_workers import LoadWorkers
 from catalogd.freshness.operations import Operations
 from catalogd.freshness.progress import LoadProgress
 from catalogd.freshness.sql_detection import SqlPoller
@@ -143,6 +144,11 @@ def serve(
         ops = Operations(server, source)
         ops.files = FileMetadata(config.files.tables)
         stack.callback(ops.close)
+        if config.hms.db_url and config.loader.processes:
+            ops.workers = LoadWorkers(
+                functools.partial(SqlSource, config.hms.db_url), config.loader.processes
+            ).start()
+            stack.callback(ops.workers.close)
         # Read the event id before loading, so no event after it can be missed.
         start_event = _current_event_id(ops) if config.detector.mode != "off" else 0
         sql_poller = SqlPoller(ops) if config.hms.db_url else None

@@ -42,6 +42,7 @@ from catalogd.core import cache_pools as caching
 from catalogd.core import plans
 from catalogd.core.catalog import Catalog
 from catalogd.files.metadata import FileMetadata
+from catalogd.freshness.load_workers import LoadWorkers
 from catalogd.freshness.table_locks import TableTurns
 from catalogd.metastore import convert
 from catalogd.metastore import source as loader
@@ -104,6 +105,9 @@ class Operations:
         self.cache_marks: dict[tuple[str, str], dict[str | None, str]] = {}
         # Which tables carry file metadata (catalogd.files); set by the daemon.
         self.files = FileMetadata()
+        # Whole-table loads in worker processes (catalogd.freshness.load_workers), or
+        # None: in the calling thread. Set by the daemon.
+        self.workers: LoadWorkers | None = None
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -294,13 +298,10 @@ class Operations:
                     return loaded_at
             epoch = self._epochs.get((db, table), 0)
             try:
-                objects, _ = loader.load_table(self.source(), db, table)
+                payloads = self._read_table(db, table)
             except NotFoundError:
                 self._commit_if(db, table, epoch, lambda c: plans.remove_table(c, db, table))
                 raise
-            self.files.attach(objects)
-            caching.apply_marks(objects, self.cache_marks.get((db, table), {}))
-            payloads = convert.encode_all(objects)
             version = self._commit_if(
                 db,
                 table,
@@ -310,6 +311,17 @@ class Operations:
             if version is not None:
                 return version
         raise BusyError(f"table {db}.{table} kept changing while loading; try again")
+
+    def _read_table(self, db: str, table: str) -> dict[str, bytes]:
+        """One table's objects read from the metastore and encoded, by key: in a load
+        worker process when there are any (and the table's files are not listed)."""
+        marks = self.cache_marks.get((db, table), {})
+        if self.workers is not None and not self.files.wants(db, table):
+            return self.workers.table_payloads(db, table, marks)
+        objects, _ = loader.load_table(self.source(), db, table)
+        self.files.attach(objects)
+        caching.apply_marks(objects, marks)
+        return convert.encode_all(objects)
 
     def refresh_partitions(self, db: str, table: str, specs: Sequence[str]) -> int:
         """Reload only the named partitions (``k=v/k2=v2`` each) of a loaded table.
@@ -344,7 +356,7 @@ class Operations:
         for _ in range(self._retries + 1):
             epoch = self._epochs.get((db, table), 0)
             parts = list(self.source().partitions(db, table, names))
-            objects = dict(convert.partition_object(hms_table, part) for part in parts)
+            objects = dict(map(convert.PartitionConverter(hms_table), parts))
             self.files.attach(objects)
             caching.apply_marks(objects, self.cache_marks.get((db, table), {}))
             payloads = convert.encode_all(objects)

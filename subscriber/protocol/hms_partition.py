@@ -19,7 +19,6 @@ endpoint (rebuilding) use this module, so the two cannot disagree.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import idl
@@ -29,41 +28,76 @@ NAMES_FROM_TABLE = 1 << 28
 VALUES_FROM_NAME = 1 << 29
 LOCATION_FROM_PARTITION = 1 << 30
 _SD_FIELDS = (1 << 28) - 1
-_LOCATION_ID = next(
-    fid
-    for fid, spec in idl.hive_metastore.StorageDescriptor.thrift_spec.items()
-    if spec[1] == "location"
+_SD_SPEC = tuple(
+    (fid, spec[1]) for fid, spec in idl.hive_metastore.StorageDescriptor.thrift_spec.items()
 )
+_LOCATION_ID = next(fid for fid, name in _SD_SPEC if name == "location")
 
 
-def slim(table: Any, part: Any, partition_name: str, location: str) -> tuple[Any, int]:
+def _copy(struct: Any) -> Any:
+    """A shallow copy of a thriftpy2 struct (its fields live in ``__dict__``), 5x cheaper
+    than ``copy.copy``."""
+    kept = object.__new__(type(struct))
+    kept.__dict__.update(struct.__dict__)
+    return kept
+
+
+def _same(value: Any, table_value: Any, memo: dict[int, tuple[Any, bool]] | None) -> bool:
+    """``value == table_value``, remembered by ``id(value)`` in ``memo`` (which keeps
+    ``value`` alive, so the id cannot be reused): partitions read together share their
+    column lists and SerDe structs, and comparing those costs one ``__eq__`` per item."""
+    if value is table_value:
+        return True
+    if memo is None or isinstance(value, str | int):
+        return bool(value == table_value)
+    seen = memo.get(id(value))
+    if seen is None or seen[0] is not value:
+        seen = memo[id(value)] = (value, value == table_value)
+    return seen[1]
+
+
+def slim(
+    table: Any,
+    part: Any,
+    partition_name: str,
+    location: str,
+    *,
+    values_from_name: bool | None = None,
+    memo: dict[int, tuple[Any, bool]] | None = None,
+) -> tuple[Any, int]:
     """A copy of HMS ``part`` without what :func:`rebuild` restores, and the bits saying what.
 
     ``partition_name`` and ``location`` are the values the partition object carries
-    (``THdfsPartition.partition_name`` and ``location.suffix``).
+    (``THdfsPartition.partition_name`` and ``location.suffix``). Callers converting
+    many partitions of one table may pass ``values_from_name`` (whether parsing
+    ``partition_name`` gives back ``part.values``, which they know from memoized
+    escapes) and one ``memo`` dict for all of them; the result is the same.
     """
-    kept = copy.copy(part)
+    kept = _copy(part)
     kept.parameters = None
     bits = 0
     sd, table_sd = getattr(part, "sd", None), getattr(table, "sd", None)
     if sd is not None:
-        kept.sd = copy.copy(sd)
+        kept.sd = kept_sd = _copy(sd)
         if table_sd is not None:
-            for fid, spec in type(sd).thrift_spec.items():
-                value = getattr(sd, spec[1])
-                if value is not None and value == getattr(table_sd, spec[1]):
-                    setattr(kept.sd, spec[1], None)
+            for fid, name in _SD_SPEC:
+                value = getattr(sd, name)
+                if value is not None and _same(value, getattr(table_sd, name), memo):
+                    setattr(kept_sd, name, None)
                     bits |= 1 << fid
         if sd.location and sd.location == location and not bits & (1 << _LOCATION_ID):
-            kept.sd.location = None
+            kept_sd.location = None
             bits |= LOCATION_FROM_PARTITION
     if part.dbName == table.dbName and part.tableName == table.tableName:
         kept.dbName = kept.tableName = None
         bits |= NAMES_FROM_TABLE
-    values = list(part.values or [])
-    if values and [v for _, v in parse_partition_name(partition_name)] == values:
-        kept.values = None
-        bits |= VALUES_FROM_NAME
+    values = part.values
+    if values:
+        if values_from_name is None:
+            values_from_name = [v for _, v in parse_partition_name(partition_name)] == list(values)
+        if values_from_name:
+            kept.values = None
+            bits |= VALUES_FROM_NAME
     return kept, bits
 
 
@@ -74,10 +108,10 @@ def rebuild(table: Any, hdfs_partition: Any) -> Any:
     if kept is None:
         return None
     bits = hdfs_partition.hms_sd_inherited or 0
-    rebuilt = copy.copy(kept)
+    rebuilt = _copy(kept)
     rebuilt.parameters = dict(hdfs_partition.hms_parameters or {})
     if kept.sd is not None and (bits & _SD_FIELDS or bits & LOCATION_FROM_PARTITION):
-        rebuilt.sd = copy.copy(kept.sd)
+        rebuilt.sd = _copy(kept.sd)
         if bits & _SD_FIELDS and table.sd is not None:
             for fid, spec in type(kept.sd).thrift_spec.items():
                 if bits >> fid & 1:

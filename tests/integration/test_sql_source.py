@@ -8,8 +8,11 @@ byte for byte, the one the Thrift source yields from that HMS.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import secrets
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,18 +25,22 @@ from support.hms_copy import ODD_VALUES, add_odd_objects, copy_catalog
 from support.measurements import record_measurement
 from support.warehouse import WarehouseSpec
 
+from catalogd.core import cache_pools
+from catalogd.freshness.load_workers import LoadWorkers
 from catalogd.metastore import convert
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore, MariaDbBackend
 from catalogd.metastore.grants import grant_holders, load_privileges, owners_of
-from catalogd.metastore.source import MetastoreSource, ThriftSource, load_catalog
+from catalogd.metastore.source import MetastoreSource, ThriftSource, load_catalog, load_table
 from catalogd.metastore.sql import SqlSource, schema
+from subscriber.protocol import codec
 from subscriber.protocol.errors import (
     InvalidRequestError,
     MetastoreError,
     MetastoreUnavailableError,
     NotFoundError,
 )
+from subscriber.protocol.keys import table_key
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -142,6 +149,30 @@ def test_sql_objects_equal_thrift_objects(
     for needle in ("sales", "orders", "eu_orders", "odd", "PRIVILEGE", "PRINCIPAL"):
         assert needle.lower() in keys.lower()
     assert sum(1 for k in by_sql if k.startswith("HDFS_PARTITION:odd")) == len(ODD_VALUES)
+
+
+def test_load_workers_give_the_objects_the_daemon_makes(
+    catalog: EmbeddedMetastore, sql_source: SqlSource
+) -> None:
+    """Whole-table loads in worker processes: the same payloads, marks applied, the
+    source's errors raised as they are, and a killed worker costs one load."""
+    with LoadWorkers(functools.partial(SqlSource, db_url(catalog)), 2) as workers:
+        for db in ("odd", "sales"):
+            for table in sql_source.table_names(db):
+                objects, _ = load_table(sql_source, db, table)
+                cache_pools.apply_marks(objects, {})
+                assert workers.table_payloads(db, table) == convert.encode_all(objects)
+        marked = workers.table_payloads("sales", "orders", {None: "pool1"})
+        header = codec.decode_object(marked[table_key("sales", "orders")])
+        assert header.table.cache_pool_name == "pool1"
+        with pytest.raises(NotFoundError):
+            workers.table_payloads("sales", "no_such_table")
+        pids = list(workers._pool._processes)  # type: ignore[union-attr]
+        os.kill(pids[0], signal.SIGKILL)
+        with pytest.raises(MetastoreError, match="load worker died"):
+            for _ in range(20):  # until a call meets the dead worker
+                workers.table_payloads("sales", "orders")
+        assert workers.table_payloads("sales", "orders")  # a new pool
 
 
 def test_partition_structs_equal_thrift(catalog: EmbeddedMetastore, sql_source: SqlSource) -> None:

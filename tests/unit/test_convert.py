@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import idl
 from catalogd.metastore import convert
-from subscriber.protocol import codec
+from catalogd.metastore.builders import thrift_partitions, thrift_table
+from subscriber.protocol import codec, hms_partition
 from subscriber.protocol.errors import InvalidRequestError
 from subscriber.protocol.hive_types import column_type, type_name
 from subscriber.protocol.keys import (
@@ -183,3 +186,84 @@ def test_null_partition_value_is_a_null_literal() -> None:
     _, obj = convert.partition_object(table, part)
     node = obj.hdfs_partition.partitionKeyExprs[0].nodes[0]
     assert node.node_type == idl.catalog_objects.Exprs.TExprNodeType.NULL_LITERAL
+
+
+_VALUE = st.one_of(
+    st.sampled_from(
+        ["2024-01-01", "eu", "a b/c=d", "x:y%z", "%41", "", convert.NULL_PARTITION_VALUE]
+    ),
+    st.text(max_size=6),
+)
+_PARAMS = st.dictionaries(st.sampled_from(["numFiles", "numRows", "totalSize", "z", "a"]),
+                          st.sampled_from(["0", "3", "-1", "x"]), max_size=4)  # fmt: skip
+
+
+@st.composite
+def _partitions(draw: st.DrawFn) -> tuple[object, list[object]]:
+    """A table (int and string keys) and partitions that differ from it, or not, in
+    every way the converter remembers something: values, SerDe parameters and
+    library, input format, columns, location, parameters, names."""
+    table = thrift_table(
+        "Sales", "Orders", "file:/w/sales.db/orders",
+        columns=[("id", "bigint"), ("note", "string")],
+        partition_keys=[("dt", "string"), ("n", "int")],
+        serde_parameters={"serialization.format": "1"},
+    )  # fmt: skip
+    parts = []
+    for values in draw(st.lists(st.lists(_VALUE, min_size=2, max_size=2), max_size=8)):
+        (part,) = thrift_partitions(table, [["v", "1"]])
+        part.values = values
+        part.parameters = draw(_PARAMS)
+        sd = part.sd
+        if draw(st.booleans()):
+            sd.serdeInfo.parameters = {"field.delim": draw(st.sampled_from([",", "|", "9"]))}
+        if draw(st.booleans()):
+            sd.serdeInfo.serializationLib = "org.apache.hadoop.hive.serde2.JsonSerDe"
+        if draw(st.booleans()):
+            sd.inputFormat = "org.apache.hadoop.mapred.TextInputFormat"
+        if draw(st.booleans()):
+            sd.cols = list(table.sd.cols)  # equal, another list
+        elif draw(st.booleans()):
+            sd.cols = [hms.FieldSchema(name="other", type="int", comment=None)]
+        if draw(st.booleans()):
+            sd.location = None
+        if draw(st.booleans()):
+            part.dbName, part.tableName = "sales", "orders"  # lower-case: not the table's
+        parts.append(part)
+    return table, parts
+
+
+@given(_partitions())
+def test_a_shared_partition_converter_gives_what_a_fresh_one_gives(
+    case: tuple[object, list[object]],
+) -> None:
+    """What PartitionConverter remembers between partitions never changes a result,
+    and every partition encode_all leaves unchecked still validates."""
+    table, parts = case
+    shared = convert.PartitionConverter(table)
+    together = {}
+    for part in parts:
+        key, obj = shared(copy.deepcopy(part))
+        together[key] = codec.encode_object(obj)
+    alone = {}
+    for part in parts:
+        key, obj = convert.PartitionConverter(table)(copy.deepcopy(part))
+        alone[key] = codec.encode_object(obj)
+    assert together == alone
+    originals = {}
+    for part in parts:
+        key, _ = convert.PartitionConverter(table)(part)  # sorts its maps
+        originals[key] = part
+    objects = dict(map(convert.PartitionConverter(table), copy.deepcopy(parts)))
+    for key, payload in convert.encode_all(objects).items():
+        decoded = codec.decode_object(payload).hdfs_partition  # validates
+        assert hms_partition.rebuild(table, decoded) == originals[key]
+
+
+def test_a_partition_with_the_wrong_number_of_values_is_refused() -> None:
+    table = thrift_table("s", "t", "file:/w/s.db/t", columns=[("id", "bigint")],
+                         partition_keys=[("p", "string")])  # fmt: skip
+    (part,) = thrift_partitions(table, [["1"]])
+    part.values = ["1", "2"]
+    with pytest.raises(InvalidRequestError, match="2 partition values for 1 partition columns"):
+        convert.PartitionConverter(table)(part)

@@ -305,17 +305,23 @@ class SqlSource:
                 values[part_id].append(value)
             params = params_of(conn, s.PARTITION_PARAMS, ids)
             sds = storage_descriptors(conn, select(p.SD_ID).where(where).scalar_subquery())
+        new_partition, values_get, params_get, sds_get = (
+            hms.Partition,
+            values.get,
+            params.get,
+            sds.get,
+        )
         return [
-            hms.Partition(
-                values=values.get(r.PART_ID, []),
+            new_partition(
+                values=values_get(part_id) or [],
                 dbName=db_name,
                 tableName=tbl_name,
-                createTime=r.CREATE_TIME,
-                lastAccessTime=r.LAST_ACCESS_TIME,
-                sd=sds.get(r.SD_ID),
-                parameters=dict(params.get(r.PART_ID, {})),
+                createTime=create_time,
+                lastAccessTime=last_access_time,
+                sd=sds_get(sd_id),
+                parameters=params_get(part_id) or {},
             )
-            for r in rows
+            for part_id, create_time, last_access_time, sd_id in rows
         ]
 
     @_mapped

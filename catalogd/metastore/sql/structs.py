@@ -32,6 +32,8 @@ __all__ = ["as_bool", "params_of", "principal_type", "storage_descriptors"]
 
 def as_bool(value: Any) -> bool:
     """A database boolean as Python: PostgreSQL bool, MySQL BIT(1) bytes, 0/1, 'Y'/'N'."""
+    if value is True or value is False:
+        return value
     if isinstance(value, bytes | bytearray):
         return any(value)
     if isinstance(value, str):
@@ -90,7 +92,9 @@ def storage_descriptors(conn: Connection, sd_ids: Any) -> dict[int, Any]:
     """``{SD_ID: StorageDescriptor}`` for the descriptors in ``sd_ids``, in 8 queries.
 
     Column lists are shared between descriptors of the same column descriptor
-    (``CD_ID``): treat them as read-only.
+    (``CD_ID``), and ``SerDeInfo`` and empty ``SkewedInfo`` structs between equal
+    descriptors: treat them as read-only (sharing also makes comparing a
+    partition's descriptor with its table's cheap).
     """
     sd, serde = s.SDS.c, s.SERDES.c
     rows = conn.execute(
@@ -128,31 +132,44 @@ def storage_descriptors(conn: Connection, sd_ids: Any) -> dict[int, Any]:
         sorts[sd_id].append(hms.Order(col=col, order=order))
     skewed_names = _indexed(conn, k.SD_ID, k.SKEWED_COL_NAME, k.INTEGER_IDX, k.SD_ID.in_(sd_ids))
     skewed_values = _skewed_values(conn, sd_ids)
+    # Tuples unpacked, lookups bound: this loop runs once per partition of a load.
     result = {}
-    for row in rows:
-        sd_id = row.SD_ID
-        result[sd_id] = hms.StorageDescriptor(
-            cols=cols.get(row.CD_ID, []) if row.CD_ID is not None else None,
-            location=row.LOCATION,
-            inputFormat=row.INPUT_FORMAT,
-            outputFormat=row.OUTPUT_FORMAT,
-            compressed=as_bool(row.IS_COMPRESSED),
-            numBuckets=row.NUM_BUCKETS,
-            serdeInfo=hms.SerDeInfo(
-                name=row.NAME,
-                serializationLib=row.SLIB,
-                parameters=dict(serde_params.get(row.SERDE_ID, {})),
+    cols_get, buckets_get, sorts_get = cols.get, buckets.get, sorts.get
+    sd_params_get, serde_params_get = sd_params.get, serde_params.get
+    names_get, values_get = skewed_names.get, skewed_values.get
+    new_sd, new_serde, new_skewed = hms.StorageDescriptor, hms.SerDeInfo, hms.SkewedInfo
+    # Equal SerDe and empty skew structs are shared, as column lists are (read-only).
+    serdes: dict[tuple[Any, ...], Any] = {}
+    no_skew = new_skewed(skewedColNames=[], skewedColValues=[])
+    for sd_id, cd_id, input_format, compressed, subdirs, location, buckets_n, output_format, \
+            serde_id, serde_name, slib in rows:  # fmt: skip
+        serde_info = None
+        if serde_id is not None:
+            params = serde_params_get(serde_id) or {}
+            shape = (serde_name, slib, *sorted(params.items()))
+            serde_info = serdes.get(shape)
+            if serde_info is None:
+                serde_info = serdes[shape] = new_serde(
+                    name=serde_name, serializationLib=slib, parameters=params
+                )
+        skew_names, skew_values = names_get(sd_id), values_get(sd_id)
+        result[sd_id] = new_sd(
+            cols=(cols_get(cd_id) or []) if cd_id is not None else None,
+            location=location,
+            inputFormat=input_format,
+            outputFormat=output_format,
+            compressed=as_bool(compressed),
+            numBuckets=buckets_n,
+            serdeInfo=serde_info,
+            bucketCols=buckets_get(sd_id) or [],
+            sortCols=sorts_get(sd_id) or [],
+            parameters=sd_params_get(sd_id) or {},
+            skewedInfo=new_skewed(
+                skewedColNames=skew_names or [], skewedColValues=skew_values or []
             )
-            if row.SERDE_ID is not None
-            else None,
-            bucketCols=buckets.get(sd_id, []),
-            sortCols=sorts.get(sd_id, []),
-            parameters=dict(sd_params.get(sd_id, {})),
-            skewedInfo=hms.SkewedInfo(
-                skewedColNames=skewed_names.get(sd_id, []),
-                skewedColValues=skewed_values.get(sd_id, []),
-            ),
-            storedAsSubDirectories=as_bool(row.IS_STOREDASSUBDIRECTORIES),
+            if skew_names or skew_values
+            else no_skew,
+            storedAsSubDirectories=as_bool(subdirs),
         )
     return result
 

@@ -1,0 +1,135 @@
+"""Whole-table loads in worker processes: read, convert and encode off the daemon's GIL.
+
+Reading a table from the metastore database and turning each partition into an
+encoded catalog object is pure Python work, ~70 us per partition even after
+sharing per-table work (:class:`~catalogd.metastore.convert.PartitionConverter`).
+In threads it all runs under one GIL, beside the server thread. :class:`LoadWorkers`
+runs it in ``processes`` spawned worker processes instead, each with its own
+metastore source; the daemon's loader threads wait for the encoded payloads
+(releasing the GIL) and commit them as before. So a load uses every core, and
+the server thread keeps its core.
+
+* **What runs there**: :func:`catalogd.metastore.source.load_table`, the table's
+  cache-pool marks, :func:`catalogd.metastore.convert.encode_all`. Tables whose
+  files are listed (``catalogd.files``) load in the daemon (the listing is I/O in
+  threads, and the watcher's state lives there).
+* **Errors** raised in a worker (``NotFoundError``, ``MetastoreUnavailableError``,
+  ...) are raised in the caller as they are. A worker that dies (killed, out of
+  memory) breaks the pool: the call raises :class:`MetastoreError` and the next
+  call starts a new pool.
+* **Lifetime**: workers are spawned (never forked: the daemon has threads and
+  ZeroMQ sockets), ask for SIGTERM when the daemon dies, and are stopped by
+  :meth:`LoadWorkers.close`.
+* **Memory**: one table's payloads at a time per worker, pickled once across.
+
+``source_factory`` must be picklable (``functools.partial(SqlSource, url)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from catalogd.core import cache_pools as caching
+from catalogd.metastore import convert
+from catalogd.metastore import source as loader
+from catalogd.metastore.embedded.lifeline import die_with_parent
+from subscriber.protocol.errors import MetastoreError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["LoadWorkers"]
+
+Marks = dict[str | None, str]
+
+# The worker process's own source, made by _start_worker.
+_source: loader.MetastoreSource | None = None
+
+
+def _start_worker(factory: Callable[[], loader.MetastoreSource]) -> None:
+    global _source
+    die_with_parent()
+    _source = factory()
+
+
+def _table_payloads(db: str, table: str, marks: Marks) -> dict[str, bytes]:
+    """In a worker: one table's encoded objects by key (raises as ``load_table``)."""
+    assert _source is not None, "worker started without its source"
+    objects, _ = loader.load_table(_source, db, table)
+    caching.apply_marks(objects, marks)
+    return convert.encode_all(objects)
+
+
+class LoadWorkers:
+    """A pool of ``processes`` worker processes loading whole tables. Thread-safe.
+
+    Args:
+        source_factory: makes each worker's metastore source (picklable).
+        processes: worker processes (at least 1).
+    """
+
+    def __init__(self, source_factory: Callable[[], loader.MetastoreSource], processes: int):
+        if processes < 1:
+            raise ValueError("processes must be at least 1")
+        self.processes = processes
+        self._factory = source_factory
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+        self._closed = False
+
+    def _executor(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._closed:
+                raise MetastoreError("the load workers are closed")
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(
+                    self.processes,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_start_worker,
+                    initargs=(self._factory,),
+                )
+            return self._pool
+
+    def table_payloads(self, db: str, table: str, marks: Marks | None = None) -> dict[str, bytes]:
+        """``db.table``'s header and partitions, encoded, by key. Blocks until a
+        worker has read it.
+
+        Raises: what :func:`catalogd.metastore.source.load_table` raises (NotFoundError,
+        MetastoreUnavailableError, ...); MetastoreError when a worker died or the
+        pool is closed.
+        """
+        pool = self._executor()
+        try:
+            return pool.submit(_table_payloads, db, table, dict(marks or {})).result()
+        except BrokenProcessPool as exc:
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None  # the next call starts a new pool
+            pool.shutdown(wait=False, cancel_futures=True)
+            log.warning("a load worker died while loading %s.%s: %s", db, table, exc)
+            raise MetastoreError(f"a load worker died while loading {db}.{table}") from exc
+
+    def start(self) -> LoadWorkers:
+        """Spawn the workers now (they import catalogd and connect while names load)."""
+        pool = self._executor()
+        for _ in range(self.processes):
+            pool.submit(int)
+        return self
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> LoadWorkers:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
