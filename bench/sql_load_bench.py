@@ -24,17 +24,21 @@ their shape changes:
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from support import sql_catalog
 from support.measure import Result, add_output_argument, cpu_note, finish, peak_rss_bytes, rss_bytes
 
+from catalogd.admin.handlers import RuntimeInfo
+from catalogd.freshness.detector import ChangeDetector
 from catalogd.freshness.load_workers import LoadWorkers
 from catalogd.freshness.operations import Operations
 from catalogd.freshness.polling import Poller
@@ -46,18 +50,31 @@ from catalogd.metastore.source import MetastoreSource, ThriftSource
 from catalogd.metastore.sql import SqlSource
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.status import read_shape
+from subscriber import CatalogSubscriber
 
 
 def pg_url(database: str) -> str:
     return f"postgresql+psycopg://postgres@127.0.0.1:5432/{database}"
 
 
+@dataclass
+class Loaded:
+    seconds: float  # to published
+    ops: Operations
+    partitions: int  # published
+    loader: TableLoader
+    server: CatalogServer
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.seconds, self.ops, self.partitions))
+
+
 @contextmanager
 def published(
     factory: Callable[[], MetastoreSource], pool: int, processes: int = 0
-) -> Iterator[tuple[float, Operations, int]]:
+) -> Iterator[Loaded]:
     """Load everything as ``catalogd serve`` does (``processes`` load workers, 0: none);
-    yields (seconds to published, ops, partitions published)."""
+    yields what was loaded (unpacks as seconds to published, ops, partitions)."""
     with ExitStack() as stack:
         server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*"))
         ops = Operations(server, factory)
@@ -74,7 +91,8 @@ def published(
         loader.enqueue_unloaded()
         assert loader.wait_idle(7200), "load did not finish"
         seconds = time.monotonic() - started
-        yield seconds, ops, read_shape(server).objects_by_type.get("HDFS_PARTITION", 0)
+        parts = read_shape(server).objects_by_type.get("HDFS_PARTITION", 0)
+        yield Loaded(seconds, ops, parts, loader, server)
 
 
 class _NoActions:
@@ -85,15 +103,54 @@ class _NoActions:
     def refresh_partitions(self, db: str, table: str, names: list[str]) -> None: ...
 
 
-def sql_pass(ops: Operations) -> tuple[float, int]:
-    """One SQL fingerprint pass (after a baseline): (seconds, SQL round trips)."""
+def sql_pass(ops: Operations) -> tuple[float, int, float | None]:
+    """One full SQL fingerprint pass (after a baseline): (seconds, SQL round trips), and
+    the seconds of an idle cycle (the write position unmoved for two cycles; None if
+    something kept writing to the database server)."""
     poller = SqlPoller(ops)
     poller.attach(lambda fn, *args: fn(*args), _NoActions())
     poller.baseline()
     before = poller.queries
     started = time.monotonic()
     poller.cycle()
-    return time.monotonic() - started, poller.queries - before
+    full, queries = time.monotonic() - started, poller.queries - before
+    for _ in range(5):
+        started = time.monotonic()
+        poller.cycle()
+        if poller.skipped:
+            return full, queries, time.monotonic() - started
+    return full, queries, None
+
+
+def change_latencies(loaded: Loaded, hms_uri: str, changes: int) -> list[float]:
+    """Seconds from an ``ANALYZE``-like ``alter_partition`` through HMS Thrift to a
+    subscriber seeing the new parameters, with SQL detection every second."""
+    detector = ChangeDetector(
+        loaded.ops, loaded.loader, RuntimeInfo(), mode="poll", interval_s=1.0,
+        poller=SqlPoller(loaded.ops),
+    )  # fmt: skip
+    latencies = []
+    with ExitStack() as stack:
+        stack.callback(detector.close)
+        detector.start()
+        sub = stack.enter_context(CatalogSubscriber(loaded.server.endpoint))
+        sub.wait_synced(600)
+        client = stack.enter_context(MetastoreClient(hms_uri, timeout_s=600))
+        time.sleep(2.5)  # the detector's baseline and a first cycle
+        for i in range(changes):
+            part = client.call("get_partition", "bench", "big", ["2024-01-01", f"r{i}"])
+            part.parameters = {**part.parameters, "numRows": str(1000 + i)}
+            started = time.monotonic()
+            client.call("alter_partition", "bench", "big", part)
+            spec = f"dt=2024-01-01/region=r{i}"
+            while sub.list_partitions("bench.big", spec)[0].hms_parameters.get("numRows") != str(
+                1000 + i
+            ):
+                if time.monotonic() - started > 60:
+                    raise TimeoutError(f"change {i} not seen in 60 s")
+                time.sleep(0.005)
+            latencies.append(time.monotonic() - started)
+    return latencies
 
 
 def thrift_pass(ops: Operations) -> tuple[float, int]:
@@ -141,11 +198,16 @@ def run(args: argparse.Namespace) -> list[Result]:
     n_large = args.large_tables * args.large_per_table
     gc.collect()
     rss_before = rss_bytes()
-    with published(lambda: SqlSource(pg_url(large)), args.pool_size) as (seconds, ops, parts):
+    with published(functools.partial(SqlSource, pg_url(large)), args.pool_size, args.processes) as (
+        seconds,
+        ops,
+        parts,
+    ):
         assert parts == n_large, (parts, n_large)
         peak = peak_rss_bytes() - rss_before
+        worker_peaks = [peak_rss_bytes(pid) for pid in (ops.workers.pids() if ops.workers else [])]
         print(f"  large by SQL: {parts} partitions to published in {seconds:.1f} s")
-        fp_s, fp_q = sql_pass(ops)
+        fp_s, fp_q, idle_s = sql_pass(ops)
     results += [
         Result(
             "SQL source: partitions/s to published (large)",
@@ -153,7 +215,8 @@ def run(args: argparse.Namespace) -> list[Result]:
             "partitions/s",
             target=20_000,
             goal="min",
-            note=f"{parts} partitions in {seconds:.1f} s, {args.pool_size} loaders",
+            note=f"{parts} partitions in {seconds:.1f} s, {args.pool_size} loader threads, "
+            f"{args.processes} load processes",
         ),
         Result(
             "catalogd peak RSS growth per partition (large, SQL)",
@@ -162,10 +225,24 @@ def run(args: argparse.Namespace) -> list[Result]:
             note=f"{peak / 2**20:.0f} MiB over {parts} partitions",
         ),
         Result(
-            "SQL fingerprint pass (large)",
+            "load worker peak RSS, largest (large, SQL)",
+            max(worker_peaks, default=0) / 2**20,
+            "MiB",
+            note=f"{len(worker_peaks)} workers; each holds one table (or range) at a time",
+        ),
+        Result(
+            "SQL fingerprint pass, full (large)",
             fp_s * 1000,
             "ms",
-            note=f"{fp_q} source round trips, {parts} partitions",
+            note=f"{fp_q} source round trips, {parts} partitions; runs after writes",
+        ),
+        Result(
+            "SQL detection cycle, idle (large)",
+            idle_s * 1000 if idle_s is not None else float("nan"),
+            "ms",
+            note="1 round trip: the write position unmoved for two cycles"
+            if idle_s is not None
+            else "never idle: something kept writing to the database server",
         ),
     ]
     gc.collect()
@@ -185,9 +262,13 @@ def run(args: argparse.Namespace) -> list[Result]:
             assert parts == n_medium, (parts, n_medium)
             poll_s, poll_calls = thrift_pass(ops)
         print(f"  medium by Thrift: {n_medium} partitions in {thrift_s:.1f} s")
-        with published(lambda: SqlSource(pg_url(medium)), args.pool_size) as (sql_s, ops, parts):
+        with published(
+            functools.partial(SqlSource, pg_url(medium)), args.pool_size, args.processes
+        ) as loaded:
+            sql_s, ops, parts = loaded
             assert parts == n_medium, (parts, n_medium)
-            fp_s, fp_q = sql_pass(ops)
+            fp_s, fp_q, idle_s = sql_pass(ops)
+            latencies = sorted(change_latencies(loaded, hms.uri, args.changes))
         print(f"  medium by SQL: {n_medium} partitions in {sql_s:.1f} s")
     shape_note = f"{args.tables}x{args.per_table} + {args.big} partitions"
     results += [
@@ -213,6 +294,15 @@ def run(args: argparse.Namespace) -> list[Result]:
             "ms",
             note=f"{fp_q} source round trips; {poll_s / fp_s:.0f}x cheaper than Thrift polling",
         ),
+        Result(
+            "change -> subscriber, SQL detection every 1 s (medium), p50",
+            latencies[len(latencies) // 2],
+            "s",
+            target=2.0,
+            goal="max",
+            note=f"alter_partition of one partition of 'big' via HMS; {len(latencies)} changes, "
+            f"max {latencies[-1]:.2f} s",
+        ),
     ]
     return results
 
@@ -225,6 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large-tables", type=int, default=100)
     parser.add_argument("--large-per-table", type=int, default=10_000)
     parser.add_argument("--pool-size", type=int, default=4)
+    parser.add_argument("--changes", type=int, default=10, help="changes timed for latency")
+    parser.add_argument(
+        "--processes", type=int, default=2, help="load worker processes (0: in the loader threads)"
+    )
     parser.add_argument(
         "--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "catalogd-bench-sql"
     )

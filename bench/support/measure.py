@@ -112,9 +112,12 @@ def rss_bytes() -> int:
     return int(match.group(1)) * 1024
 
 
-def peak_rss_bytes() -> int:
-    """This process's peak resident set size so far (``VmHWM``)."""
-    text = Path("/proc/self/status").read_text()
+def peak_rss_bytes(pid: int | str = "self") -> int:
+    """A process's peak resident set size so far (``VmHWM``; 0 if it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
     match = re.search(r"^VmHWM:\s+(\d+) kB", text, re.MULTILINE)
     return int(match.group(1)) * 1024 if match else 0
 

@@ -13,6 +13,10 @@ the server thread keeps its core.
   cache-pool marks, :func:`catalogd.metastore.convert.encode_all`. Tables whose
   files are listed (``catalogd.files``) load in the daemon (the listing is I/O in
   threads, and the watcher's state lives there).
+* **One large table** (more than ``split_above`` partitions, SQL source) is read
+  by every worker at once: one reads the header and the ``PART_ID`` ranges
+  (:meth:`~catalogd.metastore.sql.SqlSource.partition_ranges`), then each range is
+  a task of its own; the caller merges the payloads, so the commit is still one.
 * **Errors** raised in a worker (``NotFoundError``, ``MetastoreUnavailableError``,
   ...) are raised in the caller as they are. A worker that dies (killed, out of
   memory) breaks the pool: the call raises :class:`MetastoreError` and the next
@@ -39,13 +43,17 @@ from catalogd.core import cache_pools as caching
 from catalogd.metastore import convert
 from catalogd.metastore import source as loader
 from catalogd.metastore.embedded.lifeline import die_with_parent
-from subscriber.protocol.errors import MetastoreError
+from subscriber.protocol.errors import MetastoreError, NotFoundError
 
 log = logging.getLogger(__name__)
 
 __all__ = ["LoadWorkers"]
 
 Marks = dict[str | None, str]
+
+# Partitions per range when one large table is read by several workers: big enough
+# that the per-range cost (reading the table's header again, ~ms) stays under 1%.
+SPLIT_ABOVE = 20_000
 
 # The worker process's own source, made by _start_worker.
 _source: loader.MetastoreSource | None = None
@@ -57,10 +65,49 @@ def _start_worker(factory: Callable[[], loader.MetastoreSource]) -> None:
     _source = factory()
 
 
-def _table_payloads(db: str, table: str, marks: Marks) -> dict[str, bytes]:
-    """In a worker: one table's encoded objects by key (raises as ``load_table``)."""
+def _worker_source() -> Any:
     assert _source is not None, "worker started without its source"
-    objects, _ = loader.load_table(_source, db, table)
+    return _source
+
+
+def _hms_table(source: Any, db: str, table: str) -> Any:
+    tables = source.get_tables(db, [table])
+    if not tables:
+        raise NotFoundError(f"table {db.lower()}.{table.lower()} not found in {source.address}")
+    return tables[0]
+
+
+def _table_payloads(
+    db: str, table: str, marks: Marks, split_above: int
+) -> tuple[dict[str, bytes], list[tuple[int, int | None]]]:
+    """In a worker: one table's encoded objects by key (raises as ``load_table``), and
+    no ranges; or, for a table of more than ``split_above`` partitions whose source
+    reads by ranges, only its header and the ``PART_ID`` ranges to read in parallel
+    (:func:`_range_payloads`)."""
+    source = _worker_source()
+    hms_table = _hms_table(source, db, table)
+    ranges: list[tuple[int, int | None]] = []
+    if hms_table.partitionKeys and not convert.is_view(hms_table):
+        by_range = getattr(source, "partition_ranges", None)
+        if by_range is not None:
+            ranges = by_range(db, table, split_above)
+    if len(ranges) > 1:
+        key, header = convert.table_object(hms_table, loader.column_stats_of(source, hms_table))
+        objects = {key: header}
+    else:
+        ranges = []
+        objects, _ = loader.load_table_objects(source, hms_table)
+    caching.apply_marks(objects, marks)
+    return convert.encode_all(objects), ranges
+
+
+def _range_payloads(
+    db: str, table: str, marks: Marks, id_range: tuple[int, int | None]
+) -> dict[str, bytes]:
+    """In a worker: the encoded partitions of one of a table's ``PART_ID`` ranges."""
+    source = _worker_source()
+    converter = convert.PartitionConverter(_hms_table(source, db, table))
+    objects = dict(map(converter, source.partitions(db, table, id_range=id_range)))
     caching.apply_marks(objects, marks)
     return convert.encode_all(objects)
 
@@ -71,12 +118,21 @@ class LoadWorkers:
     Args:
         source_factory: makes each worker's metastore source (picklable).
         processes: worker processes (at least 1).
+        split_above: a table with more partitions is read by several workers at
+            once, in ``PART_ID`` ranges of this many (SQL source only).
     """
 
-    def __init__(self, source_factory: Callable[[], loader.MetastoreSource], processes: int):
+    def __init__(
+        self,
+        source_factory: Callable[[], loader.MetastoreSource],
+        processes: int,
+        *,
+        split_above: int = SPLIT_ABOVE,
+    ):
         if processes < 1:
             raise ValueError("processes must be at least 1")
         self.processes = processes
+        self.split_above = split_above
         self._factory = source_factory
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
@@ -104,8 +160,15 @@ class LoadWorkers:
         pool is closed.
         """
         pool = self._executor()
+        marks = dict(marks or {})
         try:
-            return pool.submit(_table_payloads, db, table, dict(marks or {})).result()
+            payloads, ranges = pool.submit(
+                _table_payloads, db, table, marks, self.split_above
+            ).result()
+            parts = [pool.submit(_range_payloads, db, table, marks, r) for r in ranges]
+            for future in parts:
+                payloads.update(future.result())
+            return payloads
         except BrokenProcessPool as exc:
             with self._lock:
                 if self._pool is pool:
@@ -120,6 +183,12 @@ class LoadWorkers:
         for _ in range(self.processes):
             pool.submit(int)
         return self
+
+    def pids(self) -> list[int]:
+        """The worker processes' ids (for measurements)."""
+        with self._lock:
+            pool = self._pool
+        return list(getattr(pool, "_processes", None) or {})
 
     def close(self) -> None:
         with self._lock:

@@ -248,12 +248,12 @@ def load_table_objects(source: MetastoreSource, table: Any) -> tuple[dict[str, A
     else:
         stats.tables = 1
         parts = source.partitions(table.dbName, table.tableName) if table.partitionKeys else ()
-    objects = convert.table_objects(table, parts, _column_stats(source, table))
+    objects = convert.table_objects(table, parts, column_stats_of(source, table))
     stats.partitions = len(objects) - 1
     return objects, stats
 
 
-def _column_stats(source: MetastoreSource, table: Any) -> dict[str, Any]:
+def column_stats_of(source: MetastoreSource, table: Any) -> dict[str, Any]:
     """``TColumnStats`` by column of one table, from HMS and Spark's parameters.
 
     HMS is asked only when the table's ``COLUMN_STATS_ACCURATE`` names column

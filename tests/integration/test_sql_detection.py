@@ -182,6 +182,35 @@ def test_changes_reach_a_subscriber_after_one_cycle(
     assert running.poller.queries <= 10 * running.detector.stats.cycles + 10
 
 
+def test_idle_cycles_cost_one_query_and_a_write_opens_them_again(
+    running: Running, hms_postgres: EmbeddedMetastore
+) -> None:
+    """With nothing written for two cycles, a cycle reads only the server's write
+    position; the next write makes the next cycle a full pass that sees it."""
+    poller, sub = running.poller, running.sub
+    location = f"file:{hms_postgres.warehouse_dir}/{DB}_idle.db"
+    with MetastoreClient(hms_postgres.uri) as client:
+        client.call(
+            "create_database",
+            hms.Database(name=f"{DB}_idle", description="", locationUri=location, parameters={}),
+        )
+        running.cycle()
+        seen(lambda: f"{DB}_idle" in sub.list_databases(), "create database")
+        for _ in range(20):  # other databases of the server may be written meanwhile
+            before = poller.queries
+            running.cycle()
+            if poller.skipped:
+                break
+        assert poller.skipped and poller.queries == before + 1
+        db = client.call("get_database", f"{DB}_idle")
+        db.parameters = {"idle": "no"}
+        client.call("alter_database", f"{DB}_idle", db)
+        running.cycle()
+        seen(lambda: sub.get_database(f"{DB}_idle").metastore_db.parameters, "alter database")
+        client.call("drop_database", f"{DB}_idle", False, True)
+        running.cycle()
+
+
 @pytest.fixture(scope="module")
 def spark_pg(
     hms_postgres: EmbeddedMetastore, tmp_path_factory: pytest.TempPathFactory

@@ -32,7 +32,7 @@ from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore, MariaDbBackend
 from catalogd.metastore.grants import grant_holders, load_privileges, owners_of
 from catalogd.metastore.source import MetastoreSource, ThriftSource, load_catalog, load_table
-from catalogd.metastore.sql import SqlSource, schema
+from catalogd.metastore.sql import SqlSource, fingerprints, schema
 from subscriber.protocol import codec
 from subscriber.protocol.errors import (
     InvalidRequestError,
@@ -154,9 +154,12 @@ def test_sql_objects_equal_thrift_objects(
 def test_load_workers_give_the_objects_the_daemon_makes(
     catalog: EmbeddedMetastore, sql_source: SqlSource
 ) -> None:
-    """Whole-table loads in worker processes: the same payloads, marks applied, the
-    source's errors raised as they are, and a killed worker costs one load."""
-    with LoadWorkers(functools.partial(SqlSource, db_url(catalog)), 2) as workers:
+    """Whole-table loads in worker processes: the same payloads (tables of more than 2
+    partitions read in ranges by both workers), marks applied, the source's errors
+    raised as they are, and a killed worker costs one load."""
+    factory = functools.partial(SqlSource, db_url(catalog), partition_batch=2)
+    assert len(sql_source.partition_ranges("odd", "t", 2)) > 1
+    with LoadWorkers(factory, 2, split_above=2) as workers:
         for db in ("odd", "sales"):
             for table in sql_source.table_names(db):
                 objects, _ = load_table(sql_source, db, table)
@@ -173,6 +176,19 @@ def test_load_workers_give_the_objects_the_daemon_makes(
             for _ in range(20):  # until a call meets the dead worker
                 workers.table_payloads("sales", "orders")
         assert workers.table_payloads("sales", "orders")  # a new pool
+
+
+def test_the_write_position_moves_with_a_metastore_write(
+    catalog: EmbeddedMetastore, sql_source: SqlSource
+) -> None:
+    """What SQL detection reads to skip idle cycles (PostgreSQL WAL, InnoDB redo log)."""
+    before = sql_source.run(fingerprints.change_marker)
+    assert before is not None
+    with MetastoreClient(catalog.uri) as client:
+        db = client.call("get_database", "odd")
+        db.parameters = {**db.parameters, "marker": str(before)[:20]}
+        client.call("alter_database", "odd", db)
+    assert sql_source.run(fingerprints.change_marker) != before
 
 
 def test_partition_structs_equal_thrift(catalog: EmbeddedMetastore, sql_source: SqlSource) -> None:

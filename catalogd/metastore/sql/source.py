@@ -246,8 +246,38 @@ class SqlSource:
             rows = conn.execute(select(p.PART_NAME).where(p.TBL_ID == tbl_id).order_by(p.PART_NAME))
             return list(rows.scalars())
 
-    def partitions(self, db: str, table: str, names: Sequence[str] | None = None) -> Iterator[Any]:
-        """The ``Partition`` s of a table (only ``names`` when given), streamed in batches.
+    @_mapped
+    def partition_ranges(self, db: str, table: str, size: int) -> list[tuple[int, int | None]]:
+        """``PART_ID`` ranges ``[first, next first)`` (the last one open: None) that cover
+        the table's partitions with at most ``size`` partitions each, for reading a
+        large table in parallel (:meth:`partitions` ``id_range``); one query."""
+        p = s.PARTITIONS.c
+        with self._conn() as conn:
+            tbl_id, _, _ = self._table_ref(conn, db, table)
+            numbered = (
+                select(p.PART_ID, sa.func.row_number().over(order_by=p.PART_ID).label("n"))
+                .where(p.TBL_ID == tbl_id)
+                .subquery()
+            )
+            firsts = list(
+                conn.execute(
+                    select(numbered.c.PART_ID)
+                    .where((numbered.c.n - 1) % size == 0)
+                    .order_by(numbered.c.PART_ID)
+                ).scalars()
+            )
+        return [(first, nxt) for first, nxt in zip(firsts, [*firsts[1:], None], strict=True)]
+
+    def partitions(
+        self,
+        db: str,
+        table: str,
+        names: Sequence[str] | None = None,
+        *,
+        id_range: tuple[int, int | None] | None = None,
+    ) -> Iterator[Any]:
+        """The ``Partition`` s of a table (only ``names`` when given, or only those in
+        one of :meth:`partition_ranges`), streamed in batches.
 
         Raises NotFoundError (unknown table) and the errors of the class doc,
         while iterating.
@@ -262,11 +292,16 @@ class SqlSource:
                 yield from self._partition_batch(where, db_name, tbl_name)
             return
         last = None
+        first, end = id_range or (None, None)
         while True:
             with self._mapping(), self._conn() as conn:
                 query = select(p.PART_ID).where(p.TBL_ID == tbl_id)
+                if end is not None:
+                    query = query.where(p.PART_ID < end)
                 if last is not None:
                     query = query.where(p.PART_ID > last)
+                elif first is not None:
+                    query = query.where(p.PART_ID >= first)
                 ids = list(
                     conn.execute(query.order_by(p.PART_ID).limit(self.partition_batch)).scalars()
                 )
