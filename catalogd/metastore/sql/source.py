@@ -289,29 +289,22 @@ class SqlSource:
             for start in range(0, len(names), 1000):
                 chunk = list(names[start : start + 1000])
                 where = sa.and_(p.TBL_ID == tbl_id, p.PART_NAME.in_(chunk))
-                yield from self._partition_batch(where, db_name, tbl_name)
+                yield from self._partition_batch(where, db_name, tbl_name)[0]
             return
-        last = None
         first, end = id_range or (None, None)
         while True:
-            with self._mapping(), self._conn() as conn:
-                query = select(p.PART_ID).where(p.TBL_ID == tbl_id)
-                if end is not None:
-                    query = query.where(p.PART_ID < end)
-                if last is not None:
-                    query = query.where(p.PART_ID > last)
-                elif first is not None:
-                    query = query.where(p.PART_ID >= first)
-                ids = list(
-                    conn.execute(query.order_by(p.PART_ID).limit(self.partition_batch)).scalars()
-                )
-            if not ids:
+            where = p.TBL_ID == tbl_id
+            if end is not None:
+                where = sa.and_(where, p.PART_ID < end)
+            if first is not None:
+                where = sa.and_(where, p.PART_ID >= first)
+            batch, last = self._partition_batch(
+                where, db_name, tbl_name, limit=self.partition_batch, tbl_id=tbl_id
+            )
+            yield from batch
+            if len(batch) < self.partition_batch:
                 return
-            where = sa.and_(p.TBL_ID == tbl_id, p.PART_ID.between(ids[0], ids[-1]))
-            yield from self._partition_batch(where, db_name, tbl_name)
-            last = ids[-1]
-            if len(ids) < self.partition_batch:
-                return
+            first = last + 1
 
     @contextlib.contextmanager
     def _mapping(self) -> Iterator[None]:
@@ -321,15 +314,26 @@ class SqlSource:
         except SQLAlchemyError as exc:
             raise self._map_error(exc) from exc
 
-    def _partition_batch(self, where: Any, db_name: str, tbl_name: str) -> list[Any]:
-        """Every partition matching ``where`` (a PARTITIONS predicate), in 10 queries."""
+    def _partition_batch(
+        self,
+        where: Any,
+        db_name: str,
+        tbl_name: str,
+        *,
+        limit: int | None = None,
+        tbl_id: int | None = None,
+    ) -> tuple[list[Any], int]:
+        """Every partition matching ``where`` (a PARTITIONS predicate), in 10 queries on
+        one connection, and the last ``PART_ID`` read; with ``limit`` (and ``tbl_id``),
+        only the first ``limit`` of them by ``PART_ID``."""
         p, kv = s.PARTITIONS.c, s.PARTITION_KEY_VALS.c
         with self._mapping(), self._conn() as conn:
-            rows = conn.execute(
-                select(p.PART_ID, p.CREATE_TIME, p.LAST_ACCESS_TIME, p.SD_ID)
-                .where(where)
-                .order_by(p.PART_ID)
-            ).all()
+            query = select(p.PART_ID, p.CREATE_TIME, p.LAST_ACCESS_TIME, p.SD_ID).where(where)
+            rows = conn.execute(query.order_by(p.PART_ID).limit(limit)).all()
+            if not rows:
+                return [], 0
+            if limit is not None:
+                where = sa.and_(p.TBL_ID == tbl_id, p.PART_ID.between(rows[0][0], rows[-1][0]))
             ids = select(p.PART_ID).where(where).scalar_subquery()
             values: dict[int, list[str]] = defaultdict(list)
             for part_id, value in conn.execute(
@@ -346,7 +350,7 @@ class SqlSource:
             params.get,
             sds.get,
         )
-        return [
+        partitions = [
             new_partition(
                 values=values_get(part_id) or [],
                 dbName=db_name,
@@ -358,6 +362,7 @@ class SqlSource:
             )
             for part_id, create_time, last_access_time, sd_id in rows
         ]
+        return partitions, rows[-1][0]
 
     @_mapped
     def table_column_statistics(self, db: str, table: str, columns: Sequence[str]) -> list[Any]:
