@@ -31,10 +31,12 @@ the server thread keeps its core.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import multiprocessing
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -63,6 +65,25 @@ def _start_worker(factory: Callable[[], loader.MetastoreSource]) -> None:
     global _source
     die_with_parent()
     _source = factory()
+    gc.freeze()  # what the worker imported is never garbage: keep it out of every collection
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a table is converted.
+
+    A table's objects (~20 structs per partition, all kept until encoded) are no
+    garbage, but each allocation burst triggers collections that walk them again
+    and again: measured, a third of the worker's time (90 -> 58 us per partition).
+    They hold no reference cycles, so plain reference counting frees them; one
+    young-generation collection afterwards picks up any cycle a library made.
+    """
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
 
 
 def _worker_source() -> Any:
@@ -84,6 +105,13 @@ def _table_payloads(
     no ranges; or, for a table of more than ``split_above`` partitions whose source
     reads by ranges, only its header and the ``PART_ID`` ranges to read in parallel
     (:func:`_range_payloads`)."""
+    with _no_cycle_collection():
+        return _read_table(db, table, marks, split_above)
+
+
+def _read_table(
+    db: str, table: str, marks: Marks, split_above: int
+) -> tuple[dict[str, bytes], list[tuple[int, int | None]]]:
     source = _worker_source()
     hms_table = _hms_table(source, db, table)
     ranges: list[tuple[int, int | None]] = []
@@ -105,11 +133,12 @@ def _range_payloads(
     db: str, table: str, marks: Marks, id_range: tuple[int, int | None]
 ) -> dict[str, bytes]:
     """In a worker: the encoded partitions of one of a table's ``PART_ID`` ranges."""
-    source = _worker_source()
-    converter = convert.PartitionConverter(_hms_table(source, db, table))
-    objects = dict(map(converter, source.partitions(db, table, id_range=id_range)))
-    caching.apply_marks(objects, marks)
-    return convert.encode_all(objects)
+    with _no_cycle_collection():
+        source = _worker_source()
+        converter = convert.PartitionConverter(_hms_table(source, db, table))
+        objects = dict(map(converter, source.partitions(db, table, id_range=id_range)))
+        caching.apply_marks(objects, marks)
+        return convert.encode_all(objects)
 
 
 class LoadWorkers:
