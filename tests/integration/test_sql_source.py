@@ -335,6 +335,31 @@ def test_database_gone_mid_load_then_back(
     assert len(list(sql_source_pg.partitions("odd", "t"))) == len(ODD_VALUES)
 
 
+def test_load_workers_raise_unavailable_then_recover(
+    hms_postgres: EmbeddedMetastore, sql_source_pg: SqlSource
+) -> None:
+    """The database going away under the load workers: the load fails with the
+    source's own error (the loader retries it), and the same workers load again once
+    it is back."""
+    name = hms_postgres.backend.database  # type: ignore[attr-defined]
+    with LoadWorkers(functools.partial(SqlSource, pg_url(hms_postgres)), 1) as workers:
+        assert workers.table_payloads("odd", "t")
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'.encode())
+            admin.execute(
+                b"SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                b"WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            )
+        try:
+            with pytest.raises(MetastoreUnavailableError, match="cannot read the metastore"):
+                workers.table_payloads("odd", "t")
+        finally:
+            with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+                admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
+        assert len(workers.table_payloads("odd", "t")) == len(ODD_VALUES) + 1
+
+
 def test_dump_by_sql_equals_dump_by_thrift(
     catalog: EmbeddedMetastore, capsys: pytest.CaptureFixture[str]
 ) -> None:
