@@ -8,6 +8,7 @@ byte for byte, the one the Thrift source yields from that HMS.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -311,13 +312,9 @@ def test_mariadb_wrong_password_is_unavailable(hms_mariadb: EmbeddedMetastore) -
     source.close()
 
 
-def test_database_gone_mid_load_then_back(
-    hms_postgres: EmbeddedMetastore, sql_source_pg: SqlSource
-) -> None:
-    backend: Any = hms_postgres.backend
-    name = backend.database
-    parts = sql_source_pg.partitions("odd", "t")
-    next(parts)  # the first batch is read
+@contextlib.contextmanager
+def database_offline(name: str) -> Iterator[None]:
+    """PostgreSQL database ``name`` refuses connections and drops its sessions, until exit."""
     with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
         admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'.encode())
         admin.execute(
@@ -326,11 +323,24 @@ def test_database_gone_mid_load_then_back(
             (name,),
         )
     try:
-        with pytest.raises(MetastoreUnavailableError, match="cannot read the metastore database"):
-            list(parts)
+        yield
     finally:
         with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
             admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
+
+
+def test_database_gone_mid_load_then_back(
+    hms_postgres: EmbeddedMetastore, sql_source_pg: SqlSource
+) -> None:
+    backend: Any = hms_postgres.backend
+    name = backend.database
+    parts = sql_source_pg.partitions("odd", "t")
+    next(parts)  # the first batch is read
+    with (
+        database_offline(name),
+        pytest.raises(MetastoreUnavailableError, match="cannot read the metastore database"),
+    ):
+        list(parts)
     # The same source recovers: its pool re-checks connections.
     assert len(list(sql_source_pg.partitions("odd", "t"))) == len(ODD_VALUES)
 
@@ -344,19 +354,11 @@ def test_load_workers_raise_unavailable_then_recover(
     name = hms_postgres.backend.database  # type: ignore[attr-defined]
     with LoadWorkers(functools.partial(SqlSource, pg_url(hms_postgres)), 1) as workers:
         assert workers.table_payloads("odd", "t")
-        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
-            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'.encode())
-            admin.execute(
-                b"SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                b"WHERE datname = %s AND pid <> pg_backend_pid()",
-                (name,),
-            )
-        try:
-            with pytest.raises(MetastoreUnavailableError, match="cannot read the metastore"):
-                workers.table_payloads("odd", "t")
-        finally:
-            with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
-                admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
+        with (
+            database_offline(name),
+            pytest.raises(MetastoreUnavailableError, match="cannot read the metastore"),
+        ):
+            workers.table_payloads("odd", "t")
         assert len(workers.table_payloads("odd", "t")) == len(ODD_VALUES) + 1
 
 
