@@ -45,7 +45,16 @@ import idl
 from catalogd.metastore.sql import column_stats
 from catalogd.metastore.sql import grants as sql_grants
 from catalogd.metastore.sql import schema as s
-from catalogd.metastore.sql.structs import as_bool, params_of, principal_type, storage_descriptors
+from catalogd.metastore.sql.structs import (
+    as_bool,
+    member,
+    params_of,
+    principal_type,
+    storage_descriptors,
+)
+from catalogd.metastore.sql.structs import (
+    bounds_of as _bounds,
+)
 from subscriber.protocol.errors import (
     InvalidRequestError,
     MetastoreError,
@@ -335,15 +344,17 @@ class SqlSource:
             if limit is not None:
                 where = sa.and_(p.TBL_ID == tbl_id, p.PART_ID.between(rows[0][0], rows[-1][0]))
             ids = select(p.PART_ID).where(where).scalar_subquery()
+            part_range = (rows[0][0], rows[-1][0])  # rows are in PART_ID order
             values: dict[int, list[str]] = defaultdict(list)
             for part_id, value in conn.execute(
                 select(kv.PART_ID, kv.PART_KEY_VAL)
-                .where(kv.PART_ID.in_(ids))
+                .where(member(kv.PART_ID, ids, part_range))
                 .order_by(kv.PART_ID, kv.INTEGER_IDX)
             ).all():
                 values[part_id].append(value)
-            params = params_of(conn, s.PARTITION_PARAMS, ids)
-            sds = storage_descriptors(conn, select(p.SD_ID).where(where).scalar_subquery())
+            params = params_of(conn, s.PARTITION_PARAMS, ids, part_range)
+            sd_ids = select(p.SD_ID).where(where).scalar_subquery()
+            sds = storage_descriptors(conn, sd_ids, _bounds(r[3] for r in rows))
         new_partition, values_get, params_get, sds_get = (
             hms.Partition,
             values.get,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import Table, select
 from sqlalchemy.engine import Connection
 
@@ -27,7 +28,14 @@ from catalogd.metastore.sql import schema as s
 
 hms = idl.hive_metastore
 
-__all__ = ["as_bool", "params_of", "principal_type", "storage_descriptors"]
+__all__ = [
+    "as_bool",
+    "bounds_of",
+    "member",
+    "params_of",
+    "principal_type",
+    "storage_descriptors",
+]
 
 
 def as_bool(value: Any) -> bool:
@@ -46,8 +54,26 @@ def principal_type(name: str | None) -> int | None:
     return getattr(hms.PrincipalType, name, None) if name else None
 
 
-def params_of(conn: Connection, table: Table, owner_ids: Any) -> dict[int, dict[str, str]]:
-    """``{owner id: {key: value}}`` from a ``*_PARAMS`` table for the owners in ``owner_ids``.
+def member(column: Any, ids: Any, bounds: tuple[int, int] | None = None) -> Any:
+    """``column IN (ids)``, and ``column BETWEEN bounds`` when the caller knows them: a
+    range the planner can use on the child table's primary key. Without it PostgreSQL
+    may hash-join a whole parameter table for each batch (measured: a 440k-row parallel
+    sequential scan per 5,000 partitions of a 100,000-partition table)."""
+    condition = column.in_(ids)
+    return sa.and_(column.between(*bounds), condition) if bounds else condition
+
+
+def bounds_of(ids: Any) -> tuple[int, int] | None:
+    """(smallest, largest) of the ids that are not None; None if there are none."""
+    known = [i for i in ids if i is not None]
+    return (min(known), max(known)) if known else None
+
+
+def params_of(
+    conn: Connection, table: Table, owner_ids: Any, bounds: tuple[int, int] | None = None
+) -> dict[int, dict[str, str]]:
+    """``{owner id: {key: value}}`` from a ``*_PARAMS`` table for the owners in ``owner_ids``
+    (all within ``bounds``, when given: see :func:`member`).
 
     Every owner in the result has a dict; owners without parameters are absent
     (callers default to ``{}``).
@@ -55,7 +81,7 @@ def params_of(conn: Connection, table: Table, owner_ids: Any) -> dict[int, dict[
     owner = table.c[0]
     rows = conn.execute(
         select(owner, table.c.PARAM_KEY, table.c.PARAM_VALUE)
-        .where(owner.in_(owner_ids))
+        .where(member(owner, owner_ids, bounds))
         .order_by(owner, table.c.PARAM_KEY)
     )
     result: dict[int, dict[str, str]] = defaultdict(dict)
@@ -88,8 +114,11 @@ def columns_of(conn: Connection, cd_ids: Any) -> dict[int, list[Any]]:
     return result
 
 
-def storage_descriptors(conn: Connection, sd_ids: Any) -> dict[int, Any]:
-    """``{SD_ID: StorageDescriptor}`` for the descriptors in ``sd_ids``, in 8 queries.
+def storage_descriptors(
+    conn: Connection, sd_ids: Any, bounds: tuple[int, int] | None = None
+) -> dict[int, Any]:
+    """``{SD_ID: StorageDescriptor}`` for the descriptors in ``sd_ids`` (all within
+    ``bounds``, when given: see :func:`member`), in 8 queries.
 
     Column lists are shared between descriptors of the same column descriptor
     (``CD_ID``), and ``SerDeInfo`` and empty ``SkewedInfo`` structs between equal
@@ -112,26 +141,31 @@ def storage_descriptors(conn: Connection, sd_ids: Any) -> dict[int, Any]:
             serde.SLIB,
         )
         .select_from(s.SDS.outerjoin(s.SERDES, sd.SERDE_ID == serde.SERDE_ID))
-        .where(sd.SD_ID.in_(sd_ids))
+        .where(member(sd.SD_ID, sd_ids, bounds))
     ).all()
     if not rows:
         return {}
-    sd_params = params_of(conn, s.SD_PARAMS, sd_ids)
-    serde_params = params_of(
-        conn, s.SERDE_PARAMS, select(sd.SERDE_ID).where(sd.SD_ID.in_(sd_ids)).scalar_subquery()
+    sd_params = params_of(conn, s.SD_PARAMS, sd_ids, bounds)
+    serde_ids = select(sd.SERDE_ID).where(member(sd.SD_ID, sd_ids, bounds)).scalar_subquery()
+    serde_params = params_of(conn, s.SERDE_PARAMS, serde_ids, bounds_of(r[8] for r in rows))
+    cols = columns_of(
+        conn, select(sd.CD_ID).where(member(sd.SD_ID, sd_ids, bounds)).scalar_subquery()
     )
-    cols = columns_of(conn, select(sd.CD_ID).where(sd.SD_ID.in_(sd_ids)).scalar_subquery())
     b, o, k = s.BUCKETING_COLS.c, s.SORT_COLS.c, s.SKEWED_COL_NAMES.c
-    buckets = _indexed(conn, b.SD_ID, b.BUCKET_COL_NAME, b.INTEGER_IDX, b.SD_ID.in_(sd_ids))
+    buckets = _indexed(
+        conn, b.SD_ID, b.BUCKET_COL_NAME, b.INTEGER_IDX, member(b.SD_ID, sd_ids, bounds)
+    )
     sorts: dict[int, list[Any]] = defaultdict(list)
     for sd_id, col, order in conn.execute(
         select(o.SD_ID, o.COLUMN_NAME, o.ORDER)
-        .where(o.SD_ID.in_(sd_ids))
+        .where(member(o.SD_ID, sd_ids, bounds))
         .order_by(o.SD_ID, o.INTEGER_IDX)
     ).all():
         sorts[sd_id].append(hms.Order(col=col, order=order))
-    skewed_names = _indexed(conn, k.SD_ID, k.SKEWED_COL_NAME, k.INTEGER_IDX, k.SD_ID.in_(sd_ids))
-    skewed_values = _skewed_values(conn, sd_ids)
+    skewed_names = _indexed(
+        conn, k.SD_ID, k.SKEWED_COL_NAME, k.INTEGER_IDX, member(k.SD_ID, sd_ids, bounds)
+    )
+    skewed_values = _skewed_values(conn, sd_ids, bounds)
     # Tuples unpacked, lookups bound: this loop runs once per partition of a load.
     result = {}
     cols_get, buckets_get, sorts_get = cols.get, buckets.get, sorts.get
@@ -174,7 +208,9 @@ def storage_descriptors(conn: Connection, sd_ids: Any) -> dict[int, Any]:
     return result
 
 
-def _skewed_values(conn: Connection, sd_ids: Any) -> dict[int, list[list[str]]]:
+def _skewed_values(
+    conn: Connection, sd_ids: Any, bounds: tuple[int, int] | None
+) -> dict[int, list[list[str]]]:
     v, lv = s.SKEWED_VALUES.c, s.SKEWED_STRING_LIST_VALUES.c
     rows = conn.execute(
         select(v.SD_ID_OID, v.INTEGER_IDX, lv.STRING_LIST_VALUE)
@@ -183,7 +219,7 @@ def _skewed_values(conn: Connection, sd_ids: Any) -> dict[int, list[list[str]]]:
                 s.SKEWED_STRING_LIST_VALUES, v.STRING_LIST_ID_EID == lv.STRING_LIST_ID
             )
         )
-        .where(v.SD_ID_OID.in_(sd_ids))
+        .where(member(v.SD_ID_OID, sd_ids, bounds))
         .order_by(v.SD_ID_OID, v.INTEGER_IDX, lv.INTEGER_IDX)
     )
     lists: dict[int, dict[int, list[str]]] = defaultdict(dict)
