@@ -1,13 +1,15 @@
 # ruff: noqa: SIM300  (UPPER_CASE schema columns look like constants to ruff: `col == value` is right)
 """Change fingerprints of a whole metastore, aggregated in SQL.
 
-Each function is one or two queries whose answer is small (a row per
-database, per table or per partition *of one table*) however many partitions
+Each function is one to three queries whose answer is small (a row per
+database, per table, or per thousand partition ids) however many partitions
 the metastore holds: the database hashes and sums the rows. A fingerprint
 changes when anything catalogd publishes changes, including what HMS's own
 ``transient_lastDdlTime`` does not show: parameters (statistics written by
-``ANALYZE``, ``numFiles``/``totalSize``), locations, columns (a new
+``ANALYZE``, ``numFiles``/``totalSize``), locations, formats, columns (a new
 ``CD_ID``), SerDe properties, database properties, grants and roles.
+:func:`change_marker` is the cheap question before all of them: has anything
+been written at all?
 
 Hashes are the database's own cheap string hash (PostgreSQL ``hashtext``,
 MySQL/MariaDB ``crc32``), summed per group: a collision could hide a change,
@@ -26,7 +28,19 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from catalogd.metastore.sql import schema as s
 
-__all__ = ["Fingerprint", "change_marker", "databases", "grants", "partitions_of", "tables"]
+__all__ = [
+    "BUCKET",
+    "Fingerprint",
+    "change_marker",
+    "databases",
+    "functions",
+    "grants",
+    "partition_buckets",
+    "partition_count",
+    "partition_names",
+    "partitions_in",
+    "tables",
+]
 
 Fingerprint = tuple[Any, ...]
 
@@ -87,33 +101,100 @@ def _weighted_hash(owner: Any, *parts: Any) -> Any:
     return sa.func.coalesce(sa.func.sum(str_hash(text) * (owner % 997 + 1)), 0)
 
 
-def partition_totals(conn: Connection) -> Fingerprint:
-    """One fingerprint of every partition parameter, storage descriptor and SerDe
-    parameter, each table scanned alone (no joins, ~4x cheaper): while it is
-    unchanged, so are the per-table partition hashes of :func:`tables`."""
+# Ids per bucket of partition_buckets: a changed bucket costs a refresh of at most this
+# many partitions; a 1M-partition metastore has about 3,000 buckets (all three kinds).
+BUCKET = 1024
+
+Bucket = tuple[str, int]  # (kind, first id): "p" PART_ID, "s" SD_ID, "e" SERDE_ID
+
+
+def _bucket_of(ident: Any) -> Any:
+    return ident - ident % BUCKET  # integer arithmetic: the same in every dialect
+
+
+def _partition_hashes() -> list[tuple[str, Any, tuple[Any, ...]]]:
+    """(kind, id column, aggregates) of what partitions hold beyond their names:
+    parameters (``PARTITION_PARAMS``, kind "p"), storage descriptors (``SDS``:
+    location, formats, column and SerDe ids; "s") and SerDe parameters (``SERDE_PARAMS``,
+    "e"). Each is one table scanned alone (no joins)."""
     pp, sd, sp = s.PARTITION_PARAMS.c, s.SDS.c, s.SERDE_PARAMS.c
-    row = conn.execute(
-        select(
-            select(_weighted_hash(pp.PART_ID, pp.PARAM_KEY, "=", pp.PARAM_VALUE)).scalar_subquery(),
-            select(_weighted_hash(sd.SD_ID, sd.LOCATION)).scalar_subquery(),
-            select(sa.func.sum(sd.CD_ID + sd.SERDE_ID * 7)).scalar_subquery(),
-            select(
-                _weighted_hash(sp.SERDE_ID, sp.PARAM_KEY, "=", sp.PARAM_VALUE)
-            ).scalar_subquery(),
+    return [
+        ("p", pp.PART_ID, (_weighted_hash(pp.PART_ID, pp.PARAM_KEY, "=", pp.PARAM_VALUE),)),
+        (
+            "s",
+            sd.SD_ID,
+            (
+                _weighted_hash(sd.SD_ID, sd.LOCATION, "/", sd.INPUT_FORMAT, "/", sd.OUTPUT_FORMAT),
+                sa.func.sum(sd.CD_ID + sd.SERDE_ID * 7),
+            ),
+        ),
+        ("e", sp.SERDE_ID, (_weighted_hash(sp.SERDE_ID, sp.PARAM_KEY, "=", sp.PARAM_VALUE),)),
+    ]
+
+
+def partition_buckets(conn: Connection) -> dict[Bucket, Fingerprint]:
+    """``{(kind, first id): fingerprint}`` per ``BUCKET`` ids of each of
+    :func:`_partition_hashes`: three grouped scans, a few rows per thousand partitions.
+
+    A bucket that changed names where to look (:func:`partitions_in`): so a parameter
+    written by ``ANALYZE`` of one partition of a million costs the refresh of at most
+    ``BUCKET``. (Table descriptors share the "s" and "e" buckets: a changed table
+    descriptor also refreshes the partitions whose ids are near it, which publishes
+    nothing.)
+    """
+    result: dict[Bucket, Fingerprint] = {}
+    for kind, ident, aggregates in _partition_hashes():
+        bucket = _bucket_of(ident).label("bucket")
+        for row in conn.execute(select(bucket, sa.func.count(), *aggregates).group_by(bucket)):
+            result[(kind, int(row[0]))] = tuple(_number(v) for v in row[1:])
+    return result
+
+
+def partitions_in(conn: Connection, buckets: list[Bucket]) -> list[tuple[str, str, str]]:
+    """``(database, table, partition name)`` of every partition whose ``PART_ID``,
+    ``SD_ID`` or SerDe id falls in one of ``buckets`` (as :func:`partition_buckets`
+    names them); 100 buckets per query."""
+    t, d, pk, sd = s.TBLS.c, s.DBS.c, s.PARTITIONS.c, s.SDS.c
+    column = {"p": pk.PART_ID, "s": pk.SD_ID, "e": sd.SERDE_ID}
+    found: list[tuple[str, str, str]] = []
+    for start in range(0, len(buckets), 100):
+        ranges = [
+            column[kind].between(first, first + BUCKET - 1)
+            for kind, first in buckets[start : start + 100]
+        ]
+        rows = conn.execute(
+            select(d.NAME, t.TBL_NAME, pk.PART_NAME)
+            .select_from(
+                s.PARTITIONS.join(s.TBLS, pk.TBL_ID == t.TBL_ID)
+                .join(s.DBS, t.DB_ID == d.DB_ID)
+                .outerjoin(s.SDS, pk.SD_ID == sd.SD_ID)
+            )
+            .where(sa.or_(*ranges))
         )
-    ).one()
-    return tuple(_number(v) for v in row)
+        found.extend((row[0], row[1], row[2]) for row in rows)
+    return sorted(set(found))
 
 
-def tables(conn: Connection, detailed: bool = True) -> dict[tuple[str, str], Fingerprint]:
+def partition_names(conn: Connection, db: str, table: str) -> set[str]:
+    """Every partition name of one table (empty if it is gone)."""
+    t, d, pk = s.TBLS.c, s.DBS.c, s.PARTITIONS.c
+    rows = conn.execute(
+        select(pk.PART_NAME)
+        .select_from(
+            s.PARTITIONS.join(s.TBLS, pk.TBL_ID == t.TBL_ID).join(s.DBS, t.DB_ID == d.DB_ID)
+        )
+        .where(d.NAME == db, t.TBL_NAME == table)
+    )
+    return set(rows.scalars())
+
+
+def tables(conn: Connection) -> dict[tuple[str, str], Fingerprint]:
     """``{(database, table): fingerprint}``: the table row, its storage descriptor,
-    parameter and SerDe-parameter hashes; then its partitions' (count, id sum, newest
-    create time), storage-descriptor hash and parameter hash. The last two are None
-    unless ``detailed`` (they cost joins over every partition: read them only when
-    :func:`partition_totals` changed)."""
+    parameter and SerDe-parameter hashes; last, its partitions' (count, id sum, newest
+    create time), which move when partitions are added or dropped (what they hold is
+    :func:`partition_buckets`' part)."""
     t, d, sd = s.TBLS.c, s.DBS.c, s.SDS.c
     tp, sp, pk = s.TABLE_PARAMS.c, s.SERDE_PARAMS.c, s.PARTITIONS.c
-    pp = s.PARTITION_PARAMS.c
     table_params = _pairs(
         conn,
         select(tp.TBL_ID, _hash_sum(tp.PARAM_KEY, "=", tp.PARAM_VALUE)).group_by(tp.TBL_ID),
@@ -131,33 +212,6 @@ def tables(conn: Connection, detailed: bool = True) -> dict[tuple[str, str], Fin
         ).group_by(pk.TBL_ID)
     ).all()
     parts = {row[0]: tuple(_number(v) for v in row[1:]) for row in part_rows}
-    sd_hashes: dict[Any, Any] = {}
-    param_hashes: dict[Any, Any] = {}
-    if detailed:
-        sd_hashes = _pairs(
-            conn,
-            select(pk.TBL_ID, _hash_sum(pk.PART_ID, sd.LOCATION, "/", sd.CD_ID, "/", sd.SERDE_ID))
-            .select_from(s.PARTITIONS.join(s.SDS, pk.SD_ID == sd.SD_ID))
-            .group_by(pk.TBL_ID),
-        )
-        serde_hashes = _pairs(
-            conn,
-            select(pk.TBL_ID, _hash_sum(pk.PART_ID, sp.PARAM_KEY, "=", sp.PARAM_VALUE))
-            .select_from(
-                s.PARTITIONS.join(s.SDS, pk.SD_ID == sd.SD_ID).join(
-                    s.SERDE_PARAMS, sd.SERDE_ID == sp.SERDE_ID
-                )
-            )
-            .group_by(pk.TBL_ID),
-        )
-        for tbl_id, value in serde_hashes.items():
-            sd_hashes[tbl_id] = _number(sd_hashes.get(tbl_id)) + _number(value)
-        param_hashes = _pairs(
-            conn,
-            select(pk.TBL_ID, _hash_sum(pp.PART_ID, pp.PARAM_KEY, "=", pp.PARAM_VALUE))
-            .select_from(s.PARTITION_PARAMS.join(s.PARTITIONS, pp.PART_ID == pk.PART_ID))
-            .group_by(pk.TBL_ID),
-        )
     rows = conn.execute(
         select(
             t.TBL_ID,
@@ -173,44 +227,16 @@ def tables(conn: Connection, detailed: bool = True) -> dict[tuple[str, str], Fin
             sd.SERDE_ID,
         ).select_from(s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID).outerjoin(s.SDS, t.SD_ID == sd.SD_ID))
     ).all()
-    result = {}
-    for row in rows:
-        tbl_id = row.TBL_ID
-        result[(row.NAME, row.TBL_NAME)] = (
-            tbl_id,
+    return {
+        (row.NAME, row.TBL_NAME): (
+            row.TBL_ID,
             *row[3:],
-            _number(table_params.get(tbl_id)),
+            _number(table_params.get(row.TBL_ID)),
             _number(serde_params.get(row.SERDE_ID)),
-            parts.get(tbl_id, (0, 0, 0)),
-            _number(sd_hashes.get(tbl_id)) if detailed else None,
-            _number(param_hashes.get(tbl_id)) if detailed else None,
+            parts.get(row.TBL_ID, (0, 0, 0)),
         )
-    return result
-
-
-def partitions_of(conn: Connection, db: str, table: str) -> dict[str, Fingerprint]:
-    """``{partition name: fingerprint}`` of one table (empty if it is gone)."""
-    t, d, pk, sd, pp = s.TBLS.c, s.DBS.c, s.PARTITIONS.c, s.SDS.c, s.PARTITION_PARAMS.c
-    tbl_id = conn.execute(
-        select(t.TBL_ID)
-        .select_from(s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID))
-        .where(d.NAME == db, t.TBL_NAME == table)
-    ).scalar()
-    if tbl_id is None:
-        return {}
-    params = _pairs(
-        conn,
-        select(pp.PART_ID, _hash_sum(pp.PARAM_KEY, "=", pp.PARAM_VALUE))
-        .select_from(s.PARTITION_PARAMS.join(s.PARTITIONS, pp.PART_ID == pk.PART_ID))
-        .where(pk.TBL_ID == tbl_id)
-        .group_by(pp.PART_ID),
-    )
-    rows = conn.execute(
-        select(pk.PART_ID, pk.PART_NAME, pk.CREATE_TIME, sd.LOCATION, sd.CD_ID, sd.SERDE_ID)
-        .select_from(s.PARTITIONS.outerjoin(s.SDS, pk.SD_ID == sd.SD_ID))
-        .where(pk.TBL_ID == tbl_id)
-    )
-    return {row.PART_NAME: (*row[0:1], *row[2:], _number(params.get(row.PART_ID))) for row in rows}
+        for row in rows
+    }
 
 
 def grants(conn: Connection) -> Fingerprint:
