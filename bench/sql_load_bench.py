@@ -142,15 +142,15 @@ def change_latencies(loaded: Loaded, hms_uri: str, changes: int) -> list[float]:
         sub.wait_synced(600)
         client = stack.enter_context(MetastoreClient(hms_uri, timeout_s=600))
         time.sleep(2.5)  # the detector's baseline and a first cycle
+        token = str(time.time_ns())  # earlier runs left their own values in the database
         for i in range(changes):
             part = client.call("get_partition", "bench", "big", ["2024-01-01", f"r{i}"])
-            part.parameters = {**part.parameters, "numRows": str(1000 + i)}
+            wanted = f"{token}{i}"
+            part.parameters = {**part.parameters, "numRows": wanted}
             started = time.monotonic()
             client.call("alter_partition", "bench", "big", part)
             spec = f"dt=2024-01-01/region=r{i}"
-            while sub.list_partitions("bench.big", spec)[0].hms_parameters.get("numRows") != str(
-                1000 + i
-            ):
+            while sub.list_partitions("bench.big", spec)[0].hms_parameters.get("numRows") != wanted:
                 if time.monotonic() - started > 60:
                     raise TimeoutError(f"change {i} not seen in 60 s")
                 time.sleep(0.005)

@@ -18,11 +18,13 @@ as Impala's ``ColumnStats`` does.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
 
 import idl
+from catalogd.metastore.convert import I64_MAX, I64_MIN, parse_i64
 
 co = idl.catalog_objects
 Types = co.Types
@@ -134,7 +136,8 @@ def _spark_value(text: str | None, hive_type: str) -> object | None:
     base = _base_type(hive_type)
     try:
         if base in _INTEGRAL:
-            return Types.TColumnValue(long_val=int(text))
+            number = parse_i64(text)
+            return Types.TColumnValue(long_val=number) if number is not None else None
         if base in ("float", "double"):
             return Types.TColumnValue(double_val=float(text))
         if base == "boolean":
@@ -158,9 +161,10 @@ def from_spark(column: str, hive_type: str, params: dict[str, str]) -> object | 
     def number(key: str) -> int:
         raw = params.get(prefix + key)
         try:
-            return int(float(raw)) if raw is not None else -1
+            value = float(raw) if raw is not None else -1.0
         except ValueError:
             return -1
+        return int(value) if math.isfinite(value) and I64_MIN <= value <= I64_MAX else -1
 
     def real(key: str) -> float:
         raw = params.get(prefix + key)

@@ -14,6 +14,7 @@ key, never counters.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -124,7 +125,8 @@ def _delimiter(params: dict[str, str], names: tuple[str, ...], default: int) -> 
     for name in names:
         value = params.get(name)
         if value:
-            if value.lstrip("-").isdigit():
+            digits = value.lstrip("-")
+            if digits.isascii() and digits.isdigit():  # ("²".isdigit(), but int() refuses it)
                 return int(value) if -128 <= int(value) < 128 else default
             return ord(value[0]) if ord(value[0]) < 128 else default
     return default
@@ -157,13 +159,28 @@ def _columns(fields: Iterable[Any] | None, start: int = 0) -> list[Any]:
     ]
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+def parse_i64(text: str | None) -> int | None:
+    """An integer as HMS and Spark write one (ASCII digits, an optional sign) that fits
+    Thrift's ``i64``; None for anything else. Parameters and partition values are
+    anyone's text: ``int()`` would take ``" 1_0"`` and ``"²"`` raises, and a value
+    beyond ``i64`` would make the whole object unencodable."""
+    if text is None or not _INTEGER.fullmatch(text):
+        return None
+    value = int(text)
+    return value if I64_MIN <= value <= I64_MAX else None
+
+
 def _count(params: dict[str, str], *names: str) -> int | None:
     # The first known (non-negative) count: HMS keeps numRows=-1 for tables
     # Spark analyzed, whose counts are only in spark.sql.statistics.*.
     for name in names:
-        value = params.get(name)
-        if value and value.isdigit():
-            return int(value)
+        value = parse_i64(params.get(name))
+        if value is not None and value >= 0:
+            return value
     return None
 
 
@@ -184,10 +201,11 @@ def _literal(value: str, col_type: object) -> object:
     if value == NULL_PARTITION_VALUE:
         node.node_type = Exprs.TExprNodeType.NULL_LITERAL
     elif scalar is not None and scalar.type in (P.TINYINT, P.SMALLINT, P.INT, P.BIGINT):
-        try:
+        number = parse_i64(value)
+        if number is not None:
             node.node_type = Exprs.TExprNodeType.INT_LITERAL
-            node.int_literal = Exprs.TIntLiteral(value=int(value))
-        except ValueError:
+            node.int_literal = Exprs.TIntLiteral(value=number)
+        else:
             node.node_type = Exprs.TExprNodeType.STRING_LITERAL
             node.string_literal = Exprs.TStringLiteral(value=value)
     elif scalar is not None and scalar.type == P.BOOLEAN and value.lower() in ("true", "false"):

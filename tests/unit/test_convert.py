@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import idl
-from catalogd.metastore import convert
+from catalogd.metastore import column_stats, convert
 from catalogd.metastore.builders import thrift_partitions, thrift_table
 from subscriber.protocol import codec, hms_partition
 from subscriber.protocol.errors import InvalidRequestError
@@ -267,3 +267,31 @@ def test_a_partition_with_the_wrong_number_of_values_is_refused() -> None:
     part.values = ["1", "2"]
     with pytest.raises(InvalidRequestError, match="2 partition values for 1 partition columns"):
         convert.PartitionConverter(table)(part)
+
+
+@pytest.mark.parametrize(
+    "odd", ["99999999999999999999", "9223372036854775808", "²", " 12", "1_0", "-", "", "0x10"]
+)
+def test_odd_numbers_in_parameters_and_values_never_break_conversion(odd: str) -> None:
+    """Parameters and partition values are anyone's text: a count that is no i64, a
+    non-ASCII digit or Python-only syntax gives "unknown" (or a string literal), never
+    an object that cannot be encoded."""
+    table = thrift_table(
+        "s", "t", "file:/w/s.db/t", columns=[("id", "bigint")],
+        partition_keys=[("n", "bigint")],
+        parameters={"numRows": odd, "spark.sql.statistics.colStats.id.version": "2",
+                    "spark.sql.statistics.colStats.id.min": odd,
+                    "spark.sql.statistics.colStats.id.distinctCount": odd},
+        serde_parameters={"field.delim": odd},
+    )  # fmt: skip
+    (part,) = thrift_partitions(table, [["1"]])
+    part.values = [odd]
+    part.parameters = {"numRows": odd, "totalSize": odd}
+    key, header = convert.table_object(
+        table, column_stats.column_stats(table.sd.cols, table.parameters, [])
+    )
+    codec.decode_object(codec.encode_object(header))
+    _, obj = convert.partition_object(table, part)
+    decoded = codec.decode_object(codec.encode_object(obj)).hdfs_partition
+    assert decoded.stats.num_rows == -1 and decoded.stats.total_file_bytes is None
+    assert convert.parse_i64(odd) is None
