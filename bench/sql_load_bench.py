@@ -11,14 +11,19 @@ their shape changes:
 
 1. **large** (``--large-tables`` x ``--large-per-table`` partitions, 1,000,000 at
    full size): catalogd's SQL source loads it to *published* (in-process server,
-   ``Operations`` and the table loader pool, as ``catalogd serve``), reporting
-   partitions/s and peak RSS growth per partition (measured first, in a fresh
-   process); then the cost of one SQL fingerprint pass (what change detection
-   runs every interval).
+   ``Operations``, the table loader pool and ``--processes`` load worker
+   processes, as ``catalogd serve``), reporting partitions/s, the daemon's peak RSS
+   growth per partition (measured first, in a fresh process) and the largest load
+   worker's peak RSS; then the cost of one full SQL fingerprint pass (what
+   detection runs after a write), of an idle detection cycle (nothing written: one
+   query), and of one Thrift polling pass over the same catalog through an HMS
+   started on that database (``--no-large-thrift-pass`` skips it).
 2. **medium** (``--tables`` x ``--per-table`` + one ``big`` table of ``--big``
    partitions): a real HMS 2.3 runs on that database; the full load to
-   published through HMS Thrift and through SQL, same pipeline, and one Thrift
-   polling pass (every table and partition name) vs one SQL fingerprint pass.
+   published through HMS Thrift and through SQL, same pipeline, one Thrift
+   polling pass (every table and partition name) vs one SQL fingerprint pass, and
+   the latency from an ``ANALYZE``-like ``alter_partition`` through HMS to a
+   subscriber, with SQL detection every second (``--changes`` of them).
 """
 
 from __future__ import annotations
