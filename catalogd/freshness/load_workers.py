@@ -36,6 +36,7 @@ import gc
 import logging
 import multiprocessing
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -219,12 +220,25 @@ class LoadWorkers:
             pool = self._pool
         return list(getattr(pool, "_processes", None) or {})
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the workers: queued loads are cancelled, running ones get ``timeout``
+        seconds to finish (their callers then fail), then the workers are killed."""
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        if pool is None:
+            return
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + timeout
+        for process in processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                log.warning(
+                    "load worker %s did not stop in %.0f s: killing it", process.pid, timeout
+                )
+                process.kill()
+                process.join(1.0)
 
     def __enter__(self) -> LoadWorkers:
         return self
