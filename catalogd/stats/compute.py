@@ -1,23 +1,36 @@
 """Table, partition and column statistics computed by one Spark aggregation.
 
 One pass over the table's rows, grouped by the partition columns, yields per
-partition: the row count and, per column, the non-null count, a HyperLogLog
-sketch of the values (``hll_sketch_agg``), min/max (orderable types), total
-and max length (strings, binaries) and true/false counts (booleans). Table-level
-figures are then folded from the (small, cached) per-partition result: counts
-add up, min/max fold, and the sketches merge (``hll_union_agg`` over a window,
-in the same Spark job) — so a partitioned table costs one scan, where distinct counts with
-``approx_count_distinct`` would need a second one for the table level.
+partition: the row count and, per data column, the non-null count, a
+HyperLogLog sketch of the values (``hll_sketch_agg``), min/max (orderable
+types), total and max length (strings, binaries) and true/false counts
+(booleans). Table-level figures are then folded from the (small, cached)
+per-partition result: counts add up, min/max fold, and the sketches merge
+(``hll_union_agg`` over a window, in the same Spark job) — so a partitioned
+table costs one scan, where distinct counts with ``approx_count_distinct``
+would need a second one for the table level.
+
+Where the time goes (measured, ``bench/stats_bench.py``): a typed aggregate
+such as ``hll_sketch_agg`` puts the whole aggregation in an interpreted
+``ObjectHashAggregate``. So the rows first pass through a narrow projection,
+which whole-stage code generation compiles: values that are sketched by their
+hash are hashed there (``xxhash64``), string and binary lengths are taken
+there, and only fixed-width columns (plus the orderable ones min/max needs)
+reach the aggregation. Partition columns are not aggregated at all: within a
+partition they are constant, so their figures follow exactly from the group
+keys (distinct counts of partition columns are exact).
 
 Distinct counts: DataSketches HLL with ``lgConfigK`` = :data:`LG_CONFIG_K` (12):
 relative standard error :data:`NDV_RSE` ≈ 1.6 % (Spark's own ``ANALYZE`` uses
-HLL++ with ``spark.sql.statistics.ndv.maxError`` = 5 %). The sketch takes
-ints, longs, strings and binaries; other types are sketched by their
-``xxhash64`` (collisions are negligible at 64 bits).
+HLL++ with ``spark.sql.statistics.ndv.maxError`` = 5 %). Integers and longs
+are sketched as they are; every other type by its ``xxhash64`` (collisions are
+negligible at 64 bits; unlike the sketch's own string input, an empty string
+counts as a value, as it does for Spark's HLL++).
 
 File counts and bytes come from listing each partition directory through
-Hadoop's ``FileSystem`` in the driver (any scheme Spark can read), skipping
-hidden files (``_``/``.`` prefixes, as Spark's file index does).
+Hadoop's ``FileSystem`` (:mod:`catalogd.files.spark_listing`: any scheme Spark
+can read), skipping hidden files (``_``/``.`` prefixes, ``._COPYING_`` copies in
+progress, as Spark's file index does).
 """
 
 from __future__ import annotations
@@ -35,7 +48,8 @@ NULL_PARTITION_VALUE = "__HIVE_DEFAULT_PARTITION__"
 _INTEGRAL = ("ByteType", "ShortType", "IntegerType", "LongType")
 _FRACTIONAL = ("FloatType", "DoubleType")
 _ORDERABLE = (*_INTEGRAL, *_FRACTIONAL, "DecimalType", "DateType")
-_SKETCHED_AS_IS = ("IntegerType", "LongType", "StringType", "BinaryType")
+_SKETCHED_AS_IS = ("IntegerType", "LongType")
+_LENGTHS = ("StringType", "BinaryType")
 _SUPPORTED = (*_ORDERABLE, "BooleanType", "StringType", "BinaryType", "TimestampType")
 
 
@@ -109,27 +123,48 @@ def supported_columns(schema: Any, wanted: Sequence[str] | None) -> list[tuple[s
     return out
 
 
-def _aggregates(name: str, kind: str) -> list[Any]:
+def _prefix(name: str) -> str:
+    # Short aliases that survive any column name (spaces, dots, backticks).
+    return f"c_{zlib.crc32(name.encode()):08x}_"
+
+
+def _inputs(name: str, kind: str) -> list[Any]:
+    """What the narrow (code-generated) projection hands the aggregation for one
+    data column: the value where min/max, true/false counts or the sketch read it
+    as is, its ``xxhash64`` where it is sketched by hash, its length for strings
+    and binaries. Non-null counts count whichever of value and hash is there."""
     from pyspark.sql import functions as F
 
     col = F.col(f"`{name}`")
     p = _prefix(name)
-    aggs = [F.count(col).alias(p + "nn")]
-    if kind != "BooleanType":
-        value = col if kind in _SKETCHED_AS_IS else F.when(col.isNotNull(), F.xxhash64(col))
-        aggs.append(F.hll_sketch_agg(value, LG_CONFIG_K).alias(p + "hll"))
+    out = []
     if kind in _ORDERABLE or kind == "BooleanType":
-        aggs += [F.min(col).alias(p + "lo"), F.max(col).alias(p + "hi")]
-    if kind in ("StringType", "BinaryType"):
-        aggs += [F.sum(F.length(col)).alias(p + "tl"), F.max(F.length(col)).alias(p + "ml")]
+        out.append(col.alias(p + "v"))
+    if kind not in _SKETCHED_AS_IS and kind != "BooleanType":
+        out.append(F.when(col.isNotNull(), F.xxhash64(col)).alias(p + "h"))
+    if kind in _LENGTHS:
+        out.append(F.length(col).alias(p + "l"))
+    return out
+
+
+def _aggregates(name: str, kind: str) -> list[Any]:
+    """The aggregates of one data column over the columns :func:`_inputs` made."""
+    from pyspark.sql import functions as F
+
+    p = _prefix(name)
+    value, hashed, length = F.col(p + "v"), F.col(p + "h"), F.col(p + "l")
+    has_value = kind in _ORDERABLE or kind == "BooleanType"
+    aggs = [F.count(value if has_value else hashed).alias(p + "nn")]
+    if kind != "BooleanType":
+        sketched = value if kind in _SKETCHED_AS_IS else hashed
+        aggs.append(F.hll_sketch_agg(sketched, LG_CONFIG_K).alias(p + "hll"))
+    if has_value:
+        aggs += [F.min(value).alias(p + "lo"), F.max(value).alias(p + "hi")]
+    if kind in _LENGTHS:
+        aggs += [F.sum(length).alias(p + "tl"), F.max(length).alias(p + "ml")]
     if kind == "BooleanType":
-        aggs += [F.count_if(col).alias(p + "t"), F.count_if(~col).alias(p + "f")]
+        aggs += [F.count_if(value).alias(p + "t"), F.count_if(~value).alias(p + "f")]
     return aggs
-
-
-def _prefix(name: str) -> str:
-    # Short aliases that survive any column name (spaces, dots, backticks).
-    return f"c_{zlib.crc32(name.encode()):08x}_"
 
 
 def _column(row: dict[str, Any], name: str, kind: str, rows: int, distinct: int) -> ColumnResult:
@@ -146,11 +181,47 @@ def _column(row: dict[str, Any], name: str, kind: str, rows: int, distinct: int)
         distinct=distinct,
         low=row.get(p + "lo"),
         high=row.get(p + "hi"),
-        total_len=row.get(p + "tl") if kind in ("StringType", "BinaryType") else None,
-        max_len=row.get(p + "ml") if kind in ("StringType", "BinaryType") else None,
+        total_len=row.get(p + "tl") if kind in _LENGTHS else None,
+        max_len=row.get(p + "ml") if kind in _LENGTHS else None,
         trues=trues,
         falses=falses,
     )
+
+
+def _key_column(name: str, kind: str, rows: int, value: Any) -> ColumnResult:
+    """A partition column within one partition, where it is the constant ``value``."""
+    present = value is not None
+    size = len(value) if present and kind in _LENGTHS else None
+    boolean = kind == "BooleanType"
+    bound = value if present and (kind in _ORDERABLE or boolean) else None
+    return ColumnResult(
+        name=name,
+        kind=kind,
+        rows=rows,
+        nulls=0 if present else rows,
+        distinct=int(present),
+        low=bound,
+        high=bound,
+        total_len=size * rows if size is not None else None,
+        max_len=size,
+        trues=(rows if value is True else 0) if boolean else None,
+        falses=(rows if value is False else 0) if boolean else None,
+    )
+
+
+def _filtered(df: Any, partition_filter: Sequence[dict[str, str]]) -> Any:
+    from pyspark.sql import functions as F
+
+    if not partition_filter:
+        return df
+    cond = F.lit(False)
+    for spec in partition_filter:
+        one = F.lit(True)
+        for k, v in spec.items():
+            key = F.col(f"`{k}`")
+            one = one & (key.isNull() if v == NULL_PARTITION_VALUE else key.cast("string") == v)
+        cond = cond | one
+    return df.where(cond)
 
 
 def compute(
@@ -174,51 +245,34 @@ def compute(
     # Spark caches a table's file listing per session: drop it, so files written
     # since (by anyone) are counted.
     spark.catalog.refreshTable(f"`{db}`.`{table}`")
-    df = spark.table(f"`{db}`.`{table}`")
-    if partition_filter:
-        cond = F.lit(False)
-        for spec in partition_filter:
-            one = F.lit(True)
-            for k, v in spec.items():
-                key = F.col(f"`{k}`")
-                one = one & (key.isNull() if v == NULL_PARTITION_VALUE else key.cast("string") == v)
-            cond = cond | one
-        df = df.where(cond)
+    df = _filtered(spark.table(f"`{db}`.`{table}`"), partition_filter)
     cols = supported_columns(df.schema, columns)
-    keys = [F.col(f"`{k}`").cast("string").alias(f"k{i}") for i, k in enumerate(partition_columns)]
+    keys = [k.lower() for k in partition_columns]
+    data = [(n, k) for n, k in cols if n.lower() not in keys]
+    key_cols = [(keys.index(n.lower()), n, k) for n, k in cols if n.lower() in keys]
+    inputs = [F.col(f"`{k}`").alias(f"k{i}") for i, k in enumerate(partition_columns)]
     aggs = [F.count(F.lit(1)).alias("rows")]
-    for name, kind in cols:
+    for name, kind in data:
+        inputs += _inputs(name, kind)
         aggs += _aggregates(name, kind)
-    grouped = df.groupBy(*keys).agg(*aggs)
+    grouped = df.select(*inputs).groupBy(*[f"k{i}" for i in range(len(keys))]).agg(*aggs)
     # One Spark job: each partition's sketch estimated, and all sketches merged
     # by a window over the (small) grouped result for the table level.
-    sketches = [_prefix(n) + "hll" for n, k in cols if k != "BooleanType"]
+    sketches = [_prefix(n) + "hll" for n, k in data if k != "BooleanType"]
     whole = Window.partitionBy()
     plain = [c for c in grouped.columns if not c.endswith("_hll")]
+    names = [F.col(f"k{i}").cast("string").alias(f"s{i}") for i in range(len(keys))]
     estimates = [F.hll_sketch_estimate(F.col(s)).alias(s) for s in sketches]
     unions = [
         F.hll_sketch_estimate(F.hll_union_agg(F.col(s)).over(whole)).alias(s + "_all")
         for s in sketches
     ]
-    part_rows = [r.asDict() for r in grouped.select(*plain, *estimates, *unions).collect()]
+    part_rows = [r.asDict() for r in grouped.select(*plain, *names, *estimates, *unions).collect()]
     totals = {s: part_rows[0][s + "_all"] for s in sketches} if part_rows else {}
-    partitions = []
-    for row in part_rows:
-        values = tuple(
-            NULL_PARTITION_VALUE if row[f"k{i}"] is None else row[f"k{i}"]
-            for i in range(len(partition_columns))
-        )
-        rows = row["rows"]
-        partitions.append(
-            PartitionResult(
-                name=_partition_name(partition_columns, values),
-                values=values,
-                rows=rows,
-                columns={
-                    n: _column(row, n, k, rows, row.get(_prefix(n) + "hll") or 0) for n, k in cols
-                },
-            )
-        )
+    for i, name, _ in key_cols:
+        distinct_values = {row[f"k{i}"] for row in part_rows} - {None}
+        totals[_prefix(name) + "hll"] = len(distinct_values)
+    partitions = [_partition(row, keys, data, key_cols) for row in part_rows]
     table_level = _fold(partitions, cols, totals)
     return TableResult(
         db=db.lower(),
@@ -226,6 +280,26 @@ def compute(
         partition_columns=tuple(partition_columns),
         table_level=table_level,
         partitions=tuple(partitions) if partition_columns else (),
+    )
+
+
+def _partition(
+    row: dict[str, Any],
+    keys: Sequence[str],
+    data: Sequence[tuple[str, str]],
+    key_cols: Sequence[tuple[int, str, str]],
+) -> PartitionResult:
+    """One grouped row as a partition's figures (data columns aggregated, key
+    columns from the group's key values)."""
+    values = tuple(
+        NULL_PARTITION_VALUE if row[f"s{i}"] is None else row[f"s{i}"] for i in range(len(keys))
+    )
+    rows = row["rows"]
+    columns = {n: _column(row, n, k, rows, row.get(_prefix(n) + "hll") or 0) for n, k in data}
+    for i, name, kind in key_cols:
+        columns[name] = _key_column(name, kind, rows, row[f"k{i}"])
+    return PartitionResult(
+        name=_partition_name(keys, values), values=values, rows=rows, columns=columns
     )
 
 
@@ -267,27 +341,3 @@ def _partition_name(columns: Sequence[str], values: Sequence[str]) -> str:
     from subscriber.protocol.keys import make_partition_name
 
     return make_partition_name([c.lower() for c in columns], list(values)) if columns else ""
-
-
-def list_files(spark: Any, location: str) -> tuple[int, int]:
-    """(file count, total bytes) of the visible files under ``location``, recursively.
-
-    Lists through Hadoop's ``FileSystem`` in the driver's JVM; a missing
-    directory counts as empty.
-    """
-    jvm = spark._jvm
-    path = jvm.org.apache.hadoop.fs.Path(location)
-    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-    if not fs.exists(path):
-        return 0, 0
-    base = fs.makeQualified(path).toString().rstrip("/") + "/"
-    files = total = 0
-    found = fs.listFiles(path, True)
-    while found.hasNext():
-        status = found.next()
-        relative = status.getPath().toString()[len(base) :]
-        if any(part.startswith(("_", ".")) for part in relative.split("/")):
-            continue
-        files += 1
-        total += status.getLen()
-    return files, total

@@ -11,9 +11,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
+from catalogd.files.spark_listing import SparkLister
 from catalogd.metastore.client import MetastoreClient
 from catalogd.stats import compute, publish
 from subscriber.protocol.errors import InvalidRequestError
@@ -29,6 +31,7 @@ class JobReport:
     partitions_skipped: int = 0
     scan_s: float = 0.0  # the Spark aggregation
     write_s: float = 0.0  # the HMS writes
+    list_s: float = 0.0  # listing the partitions' files
 
 
 def _specs(table: Any, partitions: Sequence[str]) -> list[dict[str, str]]:
@@ -63,39 +66,38 @@ def run_job(
 
     With ``incremental``, partitions whose file count and bytes still equal
     what their statistics were computed over (``numFiles``/``totalSize``) are
-    skipped. Raises :class:`InvalidRequestError` for a malformed spec,
+    skipped. A full run starts the Spark aggregation first and reads HMS and
+    lists the files meanwhile. Raises :class:`InvalidRequestError` for a malformed spec,
     :class:`NotFoundError` for an unknown table, the client's errors otherwise.
     """
     table = client.get_table(db, name)
     keys = [k.name for k in table.partitionKeys or []]
     specs = _specs(table, partitions)
-    listing: dict[str, tuple[int, int]] = {}
-    skipped = 0
-    if keys:
-        names = [make_partition_name([k.lower() for k in keys], list(s.values())) for s in specs]
-        hms_parts = client.get_partitions_by_names(db, name, names) if names else []
-        if not names:
-            hms_parts = list(client.iter_partitions(db, name))
-        todo = []
-        for part in hms_parts:
-            part_name = make_partition_name([k.lower() for k in keys], list(part.values))
-            listing[part_name] = compute.list_files(spark, part.sd.location)
-            params = part.parameters or {}
-            old = _fingerprint(int(params.get("numFiles", -1)), int(params.get("totalSize", -1)))
-            if incremental and "numRows" in params and old == _fingerprint(*listing[part_name]):
-                skipped += 1
-                continue
-            todo.append(dict(zip([k.lower() for k in keys], part.values, strict=True)))
-        if incremental and not todo:
-            return JobReport(
-                compute.TableResult(db, name, tuple(keys), compute.PartitionResult("", (), 0), ()),
-                0,
-                skipped,
+    # A full run has nothing to decide before the scan: Spark aggregates while HMS
+    # is read and the files are listed (both wait on other processes).
+    early = None if (incremental or specs) else _start_scan(spark, db, name, keys, columns)
+    try:
+        if keys:
+            listed = _list_partitions(spark, client, table, specs, incremental)
+        else:
+            started = time.perf_counter()
+            whole = _count_files(spark, [table.sd.location])[0]
+            listed = _Listing([], {"": whole}, [], seconds=time.perf_counter() - started)
+        listing, hms_parts, skipped = listed.figures, listed.parts, listed.skipped
+        if keys and incremental and not listed.todo:
+            empty = compute.TableResult(
+                db, name, tuple(keys), compute.PartitionResult("", (), 0), ()
             )
-        specs = todo if (incremental or specs) else []
-    started = time.perf_counter()
-    result = compute.compute(spark, db, name, keys, partition_filter=specs, columns=columns)
-    scan_s = time.perf_counter() - started
+            return JobReport(empty, 0, skipped, list_s=listed.seconds)
+        if keys and (incremental or specs):
+            specs = listed.todo
+        if early is None:
+            result, scan_s = _scan(spark, db, name, keys, columns, specs)
+        else:
+            result, scan_s = early.result()
+    finally:
+        if early is not None and not early.cancel():
+            wait([early])  # HMS failed first: leave no Spark job running behind
 
     if keys:
         found = {p.name: p for p in result.partitions}
@@ -125,13 +127,90 @@ def run_job(
                 ),
             )
     else:
-        files, size = compute.list_files(spark, table.sd.location)
+        files, size = listing[""]
         result = dataclasses.replace(
             result, table_level=dataclasses.replace(result.table_level, files=files, bytes=size)
         )
     started = time.perf_counter()
-    calls = publish.write(client, result, table_columns=not specs)
-    return JobReport(result, calls, skipped, scan_s, time.perf_counter() - started)
+    calls = publish.write(
+        client, result, table_columns=not specs, table=table, partitions=hms_parts
+    )
+    write_s = time.perf_counter() - started
+    return JobReport(result, calls, skipped, scan_s, write_s, listed.seconds)
+
+
+@dataclass
+class _Listing:
+    """The partitions a run looked at: their HMS objects, (files, bytes) by
+    partition name ("" for an unpartitioned table), the specs still to compute."""
+
+    parts: list[Any]
+    figures: dict[str, tuple[int, int]]
+    todo: list[dict[str, str]]
+    skipped: int = 0
+    seconds: float = 0.0
+
+
+def _list_partitions(
+    spark: Any, client: MetastoreClient, table: Any, specs: list[dict[str, str]], incremental: bool
+) -> _Listing:
+    """Read the partitions (``specs``, else all), list their files and, with
+    ``incremental``, keep in ``todo`` only those whose files changed since their
+    statistics were computed (``numFiles``/``totalSize``)."""
+    db, name = table.dbName, table.tableName
+    keys = [k.name.lower() for k in table.partitionKeys]
+    names = [make_partition_name(keys, list(s.values())) for s in specs]
+    if names:
+        parts = client.get_partitions_by_names(db, name, names)
+    else:
+        parts = list(client.iter_partitions(db, name))
+    started = time.perf_counter()
+    counted = _count_files(spark, [part.sd.location for part in parts])
+    listing = _Listing(parts, {}, [], seconds=time.perf_counter() - started)
+    for part, figures in zip(parts, counted, strict=True):
+        listing.figures[make_partition_name(keys, list(part.values))] = figures
+        params = part.parameters or {}
+        old = _fingerprint(int(params.get("numFiles", -1)), int(params.get("totalSize", -1)))
+        if incremental and "numRows" in params and old == _fingerprint(*figures):
+            listing.skipped += 1
+            continue
+        listing.todo.append(dict(zip(keys, part.values, strict=True)))
+    return listing
+
+
+def _scan(
+    spark: Any,
+    db: str,
+    name: str,
+    keys: Sequence[str],
+    columns: Sequence[str] | None,
+    specs: Sequence[dict[str, str]] = (),
+) -> tuple[compute.TableResult, float]:
+    """The Spark aggregation and its wall time."""
+    started = time.perf_counter()
+    result = compute.compute(spark, db, name, keys, partition_filter=specs, columns=columns)
+    return result, time.perf_counter() - started
+
+
+def _start_scan(
+    spark: Any, db: str, name: str, keys: Sequence[str], columns: Sequence[str] | None
+) -> Future[tuple[compute.TableResult, float]]:
+    """:func:`_scan` of the whole table, started on a thread of its own."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="stats-scan")
+    try:
+        return pool.submit(_scan, spark, db, name, keys, columns)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with the scan
+
+
+def _count_files(spark: Any, locations: Sequence[str]) -> list[tuple[int, int]]:
+    """(file count, bytes) of the visible files under each location, listed in one
+    bulk call through Hadoop's ``FileSystem`` (any scheme Spark reads): in the
+    driver's JVM, or a Spark job above Spark's own parallel-listing threshold
+    (``spark.sql.sources.parallelPartitionDiscovery.threshold``, 32)."""
+    threshold = int(spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.threshold", "32"))
+    listed = SparkLister(spark)(locations, distributed=len(locations) > threshold)
+    return [(len(files), sum(f.length for f in files)) for files in listed]
 
 
 def _selected(part_name: str, specs: Sequence[dict[str, str]], keys: Sequence[str]) -> bool:

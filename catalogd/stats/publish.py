@@ -25,8 +25,10 @@ import datetime as dt
 import decimal
 import json
 import math
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import idl
@@ -38,6 +40,7 @@ hms = idl.hive_metastore
 SPARK_PREFIX = "spark.sql.statistics."
 SPARK_COL_PREFIX = SPARK_PREFIX + "colStats."
 SPARK_STATS_VERSION = "2"
+DEFAULT_WRITERS = 4  # HMS connections writing partitions at once
 # Spark's DataType.defaultSize, used by its ANALYZE for fixed-width types and
 # for string/binary columns that are all null.
 _SPARK_SIZES = {
@@ -187,37 +190,78 @@ def _column_statistics(
     return hms.ColumnStatistics(statsDesc=desc, statsObj=objs)
 
 
-def write(client: MetastoreClient, result: TableResult, *, table_columns: bool = True) -> int:
-    """Write ``result`` to HMS: every partition it read, then the table.
+def write(
+    client: MetastoreClient,
+    result: TableResult,
+    *,
+    table_columns: bool = True,
+    writers: int = DEFAULT_WRITERS,
+    table: Any = None,
+    partitions: Iterable[Any] | None = None,
+) -> int:
+    """Write ``result`` to HMS: every partition it read, and the table.
+
+    ``table``/``partitions``: the HMS ``Table`` and (a superset of) the
+    ``Partition`` objects, as the job read them before its scan, saving two
+    calls; None reads them now. Their parameters are merged with the new
+    figures and written back.
 
     ``table_columns=False`` (the job read only some partitions) writes the
-    table's basic counts but leaves its column statistics alone.
+    table's basic counts but leaves its column statistics alone. Partitions are
+    written over up to ``writers`` HMS connections at once, the table over
+    ``client`` meanwhile (each call waits on HMS; measured here, four
+    connections write 16 partitions 1.2-2x faster than one).
 
     Returns the number of HMS write calls made. Raises the client's errors
     (:class:`MetastoreError`, :class:`NotFoundError`).
     """
     db, name = result.db, result.table
-    table = client.get_table(db, name)
+    if table is None:
+        table = client.get_table(db, name)
     types = {f.name.lower(): f.type for f in table.sd.cols or []}
     stats_cols = [
         c.lower()
         for c, col in result.table_level.columns.items()
         if col.kind != "TimestampType" and c.lower() in types
     ]
-    calls = 0
+    todo: list[tuple[Any, PartitionResult]] = []
     if result.partitions:
         by_name = {p.name: p for p in result.partitions}
-        for part in client.get_partitions_by_names(db, name, list(by_name)):
-            res = by_name[_part_name(table, part)]
-            part.parameters = {
-                **(part.parameters or {}),
-                **basic_parameters(res, stats_cols),
-            }
-            client.call("alter_partition", db, name, part, what=f"partition {res.name}")
-            stats = _column_statistics(res, types, db, name, res.name)
-            if stats.statsObj:
-                client.call("update_partition_column_statistics", stats, what=res.name)
-            calls += 2
+        if partitions is None:
+            partitions = client.get_partitions_by_names(db, name, list(by_name))
+        todo = [
+            (part, by_name[part_name])
+            for part in partitions
+            if (part_name := _part_name(table, part)) in by_name
+        ]
+
+    def one(writer: MetastoreClient, part: Any, res: PartitionResult) -> None:
+        part.parameters = {**(part.parameters or {}), **basic_parameters(res, stats_cols)}
+        writer.call("alter_partition", db, name, part, what=f"partition {res.name}")
+        stats = _column_statistics(res, types, db, name, res.name)
+        if stats.statsObj:
+            writer.call("update_partition_column_statistics", stats, what=res.name)
+
+    def the_table() -> None:
+        table.parameters = _table_parameters(table, result, types, stats_cols, table_columns)
+        client.call("alter_table", db, name, table, what=f"table {db}.{name}")
+        stats = _column_statistics(result.table_level, types, db, name, None)
+        if stats.statsObj and table_columns:
+            client.call("update_table_column_statistics", stats, what=f"table {db}.{name}")
+
+    _each_partition(client, todo, one, writers, meanwhile=the_table)
+    return 2 * len(todo) + 2
+
+
+def _table_parameters(
+    table: Any,
+    result: TableResult,
+    types: dict[str, str],
+    stats_cols: list[str],
+    table_columns: bool,
+) -> dict[str, str]:
+    """The table's parameters with the job's basic counts (and, for a full run,
+    Spark's column keys, replacing stale ones)."""
     params = {
         k: v
         for k, v in (table.parameters or {}).items()
@@ -230,12 +274,47 @@ def write(client: MetastoreClient, result: TableResult, *, table_columns: bool =
     params.update(basic)
     for col in result.table_level.columns.values() if table_columns else ():
         params.update(spark_column_properties(col, decimal_bytes=_decimal_bytes(types, col)))
-    table.parameters = params
-    client.call("alter_table", db, name, table, what=f"table {db}.{name}")
-    stats = _column_statistics(result.table_level, types, db, name, None)
-    if stats.statsObj and table_columns:
-        client.call("update_table_column_statistics", stats, what=f"table {db}.{name}")
-    return calls + 2
+    return params
+
+
+def _each_partition(
+    client: MetastoreClient,
+    todo: list[tuple[Any, PartitionResult]],
+    one: Callable[[MetastoreClient, Any, PartitionResult], None],
+    writers: int,
+    *,
+    meanwhile: Callable[[], None],
+) -> None:
+    """``one(connection, partition, figures)`` for each of ``todo`` and
+    ``meanwhile()`` on this thread: in turn over ``client`` alone, or with a pool
+    of ``writers`` threads with a connection each (opened to ``client.uri``,
+    closed at the end) writing the partitions. The first error is raised."""
+    if writers <= 1 or not todo:
+        for part, res in todo:
+            one(client, part, res)
+        meanwhile()
+        return
+    local = threading.local()
+    opened: list[MetastoreClient] = []
+    lock = threading.Lock()
+
+    def run(item: tuple[Any, PartitionResult]) -> None:
+        writer = getattr(local, "client", None)
+        if writer is None:
+            writer = local.client = MetastoreClient(client.uri)
+            with lock:
+                opened.append(writer)
+        one(writer, *item)
+
+    try:
+        with ThreadPoolExecutor(min(writers, len(todo)), thread_name_prefix="hms-write") as pool:
+            done = [pool.submit(run, item) for item in todo]
+            meanwhile()
+            for future in done:
+                future.result()
+    finally:
+        for writer in opened:
+            writer.close()
 
 
 def _decimal_bytes(types: dict[str, str], col: ColumnResult) -> int:
