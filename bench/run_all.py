@@ -62,6 +62,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         "--large-tables", "20", "--large-per-table", "5000", "--quick-names"]),
     "stats": ("stats_bench.py", [], [
         "--partitions", "100", "--files", "10", "--rows", "1000000", "--repeat", "2"]),
+    "listing": ("listing_bench.py", [], ["--dirs", "10,100,1000", "--repeat", "2"]),
     "failover": ("failover_bench.py", [], ["--quick"]),
     "curve": ("curve_bench.py", [], [
         "--subscribers", "1,10", "--changes", "50", "--rate", "20",

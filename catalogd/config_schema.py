@@ -84,6 +84,7 @@ class DetectorConfig:
 class FilesConfig:
     tables: tuple[str, ...] = ()  # databases or db.table names that carry file metadata
     max_listings_per_interval: int = 1000  # directory listings per detection interval
+    spark_listing_threshold: int = 1_000_000  # expected files above which a Spark job lists
 
 
 @dataclass(frozen=True)
@@ -280,6 +281,8 @@ KEYS: tuple[Key, ...] = (
     Key("files.tables", tuple, _names, "database or db.table names", "--file-metadata"),
     Key("files.max_listings_per_interval", int, _count(1, 10_000_000),
         "an integer from 1 to 10000000", "--file-listings-per-interval"),
+    Key("files.spark_listing_threshold", int, _count(0, 1_000_000_000),
+        "an integer from 0 to 1000000000", "--spark-listing-threshold"),
     Key("log.level", str, _level, "one of " + ", ".join(LEVELS), "--log-level", live=True),
     Key("log.format", str, _one_of("text", "json"), '"text" or "json"', "--log-format",
         live=True),

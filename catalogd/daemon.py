@@ -142,8 +142,11 @@ def serve(
             return ThriftSource(client)
 
         ops = Operations(server, source)
-        ops.files = FileMetadata(config.files.tables)
+        ops.files = FileMetadata(
+            config.files.tables, spark_threshold=config.files.spark_listing_threshold
+        )
         stack.callback(ops.close)
+        stack.callback(ops.files.close)  # a Spark session, if listing started one
         if config.hms.db_url and config.loader.processes:
             ops.workers = LoadWorkers(
                 functools.partial(SqlSource, config.hms.db_url), config.loader.processes

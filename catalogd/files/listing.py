@@ -1,36 +1,64 @@
-"""Listing partition directories, in parallel, into :class:`FileInfo` values.
+"""Listing local partition directories on a thread pool, into :class:`FileInfo` values.
 
 Local paths (``file:`` URIs and plain paths) are listed with ``os.scandir`` on a
 thread pool (the GIL is released during the system calls, so listings of many
 directories overlap). Other schemes (``hdfs:``, ``s3a:``...) need a Hadoop
-client, which catalogd does not embed: :func:`list_locations` reports them as
-unlisted (None), and the partition is published without file metadata.
+client: :func:`list_locations` reports them as unlisted (None), and
+:class:`~catalogd.files.lister.Lister` hands them to Spark
+(:mod:`catalogd.files.spark_listing`).
 
-Hidden entries (names starting with ``_`` or ``.``: ``_SUCCESS``, ``.crc``
-files, staging directories) are skipped at every level, as Spark's and Hive's
-file listings do. A missing directory is an empty partition.
+Which files count (:func:`visible`), the same for every lister: names starting
+with ``_`` or ``.`` (``_SUCCESS``, ``.crc`` files, staging directories) are
+skipped at every level, as are names ending ``._COPYING_`` (a copy in progress),
+as Spark's and Hive's file listings do. A missing directory is an empty partition.
+
+Locations are read as Hadoop reads them (``org.apache.hadoop.fs.Path``): the
+text after ``file:`` and an optional ``//authority`` is the path, taken
+literally — ``%2F`` in a partition directory's name (Hive's escape for ``/``
+in a value) is three characters of the name, not a slash.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import unquote, urlsplit
 
 from subscriber.protocol.files import FileInfo
 
 DEFAULT_THREADS = 8
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def split_location(location: str) -> tuple[str, str, str]:
+    """``(scheme, authority, path)`` of a location, split as Hadoop's ``Path`` does
+    (no query or fragment: ``?`` and ``#`` belong to the path)."""
+    scheme = ""
+    rest = location
+    match = _SCHEME.match(location)
+    if match:
+        scheme, rest = match.group()[:-1].lower(), location[match.end() :]
+    authority = ""
+    if rest.startswith("//"):
+        end = rest.find("/", 2)
+        authority, rest = (rest[2:end], rest[end:]) if end >= 0 else (rest[2:], "/")
+    return scheme, authority, rest
 
 
 def local_path(location: str) -> str | None:
     """The local filesystem path of ``location``, or None when it is not local."""
-    if location.startswith("/"):
-        return location
-    parts = urlsplit(location)
-    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
-        return unquote(parts.path)
+    scheme, authority, path = split_location(location)
+    if scheme in ("", "file") and authority in ("", "localhost") and path.startswith("/"):
+        return path
     return None
+
+
+def visible(relative_path: str) -> bool:
+    """Whether a file at ``relative_path`` (below a partition directory) is data."""
+    return not relative_path.endswith("._COPYING_") and not any(
+        part.startswith(("_", ".")) for part in relative_path.split("/")
+    )
 
 
 def list_directory(path: str) -> list[FileInfo]:
@@ -49,6 +77,8 @@ def list_directory(path: str) -> list[FileInfo]:
             rel = prefix + entry.name
             if entry.is_dir(follow_symlinks=True):
                 stack.append((rel + "/", entry.path))
+                continue
+            if not visible(rel):
                 continue
             try:
                 st = entry.stat()

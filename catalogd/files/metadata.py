@@ -5,7 +5,10 @@ A table opts in through the configuration (``files.tables``: database names or
 kept until restart). :meth:`FileMetadata.attach` runs in the loading thread
 (refresh, change detection, the background loader: every table load goes
 through :class:`~catalogd.freshness.operations.Operations`) and lists every
-partition of an opted-in table in parallel (:mod:`catalogd.files.listing`).
+partition of an opted-in table in parallel, with whichever backend the
+:class:`~catalogd.files.lister.Lister` picks (a thread pool for local paths, a
+Spark job for other schemes and for listings expected above
+``files.spark_listing_threshold`` files).
 
 Each listed partition gets ``file_desc`` (one ``THdfsFileDesc`` per file,
 sorted by path, :mod:`subscriber.protocol.files` encoding) and
@@ -18,11 +21,12 @@ Thread-safe: the opt-in sets are replaced whole, never mutated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import idl
-from catalogd.files.listing import DEFAULT_THREADS, list_locations
+from catalogd.files.lister import DEFAULT_SPARK_THRESHOLD, Lister
+from catalogd.files.listing import DEFAULT_THREADS
 from subscriber.protocol.files import FileInfo, file_descs
 
 T = idl.catalog_objects.TCatalogObjectType
@@ -31,9 +35,27 @@ T = idl.catalog_objects.TCatalogObjectType
 class FileMetadata:
     """The opt-in policy and the attaching step. Cheap when nothing opted in."""
 
-    def __init__(self, tables: Iterable[str] = (), *, threads: int = DEFAULT_THREADS) -> None:
+    def __init__(
+        self,
+        tables: Iterable[str] = (),
+        *,
+        threads: int = DEFAULT_THREADS,
+        spark_threshold: int = DEFAULT_SPARK_THRESHOLD,
+        lister: Lister | None = None,
+    ) -> None:
         self.threads = threads
+        self.lister = lister or Lister(threads=threads, spark_threshold=spark_threshold)
         self._names: frozenset[str] = frozenset(n.lower() for n in tables)
+
+    def list_files(
+        self, locations: Sequence[str], *, expected_files: int | None = None
+    ) -> list[list[FileInfo] | None]:
+        """List ``locations`` with the configured backend (see :class:`Lister`)."""
+        return self.lister(locations, expected_files=expected_files)
+
+    def close(self) -> None:
+        """Stop the listing's Spark session, if one was started (idempotent)."""
+        self.lister.close()
 
     @property
     def enabled(self) -> bool:
@@ -53,17 +75,20 @@ class FileMetadata:
         """List and attach the files of every opted-in partition in ``objects``
         (decoded catalog objects, changed in place). Returns the files listed.
 
-        Blocks for the listing (local paths only; others stay without files).
+        Blocks for the listing (partitions that cannot be listed, e.g. ``hdfs:``
+        without PySpark, stay without files).
         """
         if not self._names:
             return 0
         targets: list[Any] = []
         locations: list[str] = []
+        expected = 0
         for obj in objects.values():
             part = getattr(obj, "hdfs_partition", None)
             if part is not None and self.wants(part.db_name or "", part.tbl_name or ""):
                 targets.append(part)
                 locations.append(part.location.suffix if part.location else "")
+                expected += _expected_files(part.hms_parameters)
                 continue
             table = getattr(obj, "table", None)
             if (
@@ -75,15 +100,22 @@ class FileMetadata:
             ):
                 targets.append(table.hdfs_table.prototype_partition)
                 locations.append(table.hdfs_table.hdfsBaseDir)
+                expected += _expected_files(getattr(table.metastore_table, "parameters", None))
         if not targets:
             return 0
-        listed = list_locations(locations, threads=self.threads)
+        listed = self.list_files(locations, expected_files=expected)
         count = 0
         for part, files in zip(targets, listed, strict=True):
             if files is not None:
                 set_files(part, files)
                 count += len(files)
         return count
+
+
+def _expected_files(params: dict[str, str] | None) -> int:
+    """HMS's ``numFiles`` of a partition or table (at least 1: a directory)."""
+    value = (params or {}).get("numFiles", "")
+    return max(1, int(value)) if value.isdigit() else 1
 
 
 def set_files(part: Any, files: list[FileInfo]) -> None:

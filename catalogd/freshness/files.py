@@ -3,9 +3,11 @@
 Spark's ``INSERT INTO`` an existing partition, or a plain file copy, changes
 nothing in HMS, so neither events nor HMS polling can see it. For tables that
 carry file metadata (:mod:`catalogd.files`), :class:`FileWatcher` lists
-partition directories every ``interval_s`` seconds and compares each listing
-(path, length, modification time of every file) with the file list the catalog
-publishes; a partition that differs is refreshed
+partition directories every ``interval_s`` seconds (with the configured
+backend, :class:`~catalogd.files.lister.Lister`: a thread pool for local paths,
+Spark for other schemes or above ``files.spark_listing_threshold`` files) and
+compares each listing (path, length, modification time of every file) with the
+file list the catalog publishes; a partition that differs is refreshed
 (:meth:`~catalogd.freshness.operations.Operations.refresh_partitions`, which
 lists it again and publishes its new file list and byte totals).
 
@@ -24,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from catalogd.files.listing import list_locations
 from catalogd.freshness.operations import Operations
 from subscriber.protocol import codec
 from subscriber.protocol.errors import CatalogError
@@ -116,7 +117,10 @@ class FileWatcher:
             start = self._cursor % len(targets)
             batch = (targets[start:] + targets[:start])[: self.max_listings]
             self._cursor = start + len(batch)
-            listed = list_locations([t.location for t in batch], threads=self.ops.files.threads)
+            listed = self.ops.files.list_files(
+                [t.location for t in batch],
+                expected_files=sum(max(1, len(t.published)) for t in batch),
+            )
             self.stats.listings += len(batch)
             changed: dict[tuple[str, str], list[str | None]] = {}
             for target, files in zip(batch, listed, strict=True):

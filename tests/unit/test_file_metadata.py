@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,10 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import idl
-from catalogd.files.listing import list_directory, list_locations, local_path
+from catalogd.files.lister import Lister
+from catalogd.files.listing import list_directory, list_locations, local_path, visible
 from catalogd.files.metadata import FileMetadata
+from catalogd.files.spark_listing import SparkLister, _assign, _rounds
 from subscriber.protocol import codec
-from subscriber.protocol.errors import ProtocolError
+from subscriber.protocol.errors import ProtocolError, UnavailableError
 from subscriber.protocol.files import FileInfo, decode, encode, file_descs, partition_files
 
 pytestmark = pytest.mark.timeout(60)
@@ -71,6 +75,70 @@ def test_listing_skips_hidden_files_and_lists_nested_ones(tmp_path: Path) -> Non
     listed = list_locations([f"file:{tmp_path}", "hdfs://nn/x", str(tmp_path / "gone")])
     assert listed[1] is None and listed[2] == [] and len(listed[0] or []) == 2
     assert local_path("file:///a/b") == "/a/b" and local_path("s3a://b/k") is None
+
+
+def test_locations_are_read_literally_as_hadoop_reads_them(tmp_path: Path) -> None:
+    # Hive escapes "/" in a partition value as %2F in the directory's name.
+    (tmp_path / "k=a%2Fb").mkdir()
+    (tmp_path / "k=a%2Fb" / "f").write_bytes(b"1")
+    assert local_path(f"file:{tmp_path}/k=a%2Fb") == f"{tmp_path}/k=a%2Fb"
+    assert local_path("file:/t/k=x?y#z") == "/t/k=x?y#z"
+    assert local_path("file://localhost/a") == "/a" and local_path("file://nn/a") is None
+    assert local_path("hdfs:/x") is None and local_path("relative/x") is None
+    assert [f.relative_path for f in list_locations([f"file:{tmp_path}/k=a%2Fb"])[0] or []] == ["f"]
+
+
+def test_what_counts_as_a_data_file() -> None:
+    assert visible("part-0.parquet") and visible("sub/part-0.parquet")
+    assert not visible("_SUCCESS") and not visible(".part-0.crc") and not visible("_metadata")
+    assert not visible("_k=1/part-0") and not visible("a/.staging/b")
+    assert not visible("part-0.parquet._COPYING_")
+
+
+def test_nested_and_repeated_directories_are_listed_in_separate_rounds() -> None:
+    roots = ["file:/w/t/k=1", "hdfs://nn/w/t", "/w/t/k=1/", "file:/w/t/k=2", "file:/w/u"]
+    rounds = list(_rounds(roots))
+    assert rounds == [
+        ["hdfs://nn/w/t", "file:/w/u"],
+        ["file:/w/t/k=1", "file:/w/t/k=2"],
+        ["/w/t/k=1/"],
+    ]
+
+
+def test_a_flattened_listing_is_assigned_to_its_directories_in_order() -> None:
+    roots = ["hdfs:/w/t/k=1", "hdfs:/w/t/k=2", "hdfs:/w/t/k=3"]
+    paths = [
+        "hdfs://nn:8020/w/t/k=1/a",  # qualified by the file system: matched by path
+        "hdfs://nn:8020/w/t/k=1/_x=1/b",  # Spark keeps it, catalogd does not
+        "hdfs://nn:8020/w/t/k=3/sub/c",
+    ]
+    files = _assign(roots, paths, ["1", "2", "3"], ["10", "20", "30"])
+    assert files == {
+        "hdfs:/w/t/k=1": [FileInfo("a", 1, 10)],
+        "hdfs:/w/t/k=2": [],
+        "hdfs:/w/t/k=3": [FileInfo("sub/c", 3, 30)],
+    }
+    with pytest.raises(UnavailableError):
+        _assign(roots[:1], ["hdfs://nn/elsewhere/x"], ["1"], ["1"])
+
+
+def test_without_pyspark_local_paths_are_listed_and_others_say_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # as if it were not installed
+    (tmp_path / "f.parquet").write_bytes(b"z" * 7)
+    with pytest.raises(UnavailableError, match="needs PySpark"):
+        SparkLister()(["hdfs://nn/x"])
+    lister = Lister(spark_threshold=0)  # every listing would go to Spark
+    with caplog.at_level(logging.ERROR):
+        for _ in range(2):
+            listed = lister([f"file:{tmp_path}", "hdfs://nn/x"])
+            assert [f.relative_path for f in listed[0] or []] == ["f.parquet"]
+            assert listed[1] is None
+    errors = [r for r in caplog.records if "hdfs: directories with Spark needs" in r.message]
+    assert len(errors) == 1  # once, not every cycle
+    assert lister.stats.spark_failures == 2 and lister.stats.by_threads == 2
+    lister.close()
 
 
 def test_only_opted_in_tables_are_listed(tmp_path: Path) -> None:
