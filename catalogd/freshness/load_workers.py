@@ -36,7 +36,6 @@ import gc
 import logging
 import multiprocessing
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -229,16 +228,20 @@ class LoadWorkers:
         if pool is None:
             return
         processes = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        deadline = time.monotonic() + timeout
-        for process in processes:
-            process.join(max(0.0, deadline - time.monotonic()))
-            if process.is_alive():
-                log.warning(
-                    "load worker %s did not stop in %.0f s: killing it", process.pid, timeout
-                )
-                process.kill()
-                process.join(1.0)
+        # The executor joins its workers itself: let it, in a thread we can stop waiting for.
+        stopping = threading.Thread(
+            target=pool.shutdown, kwargs={"wait": True, "cancel_futures": True}, daemon=True
+        )
+        stopping.start()
+        stopping.join(timeout)
+        if stopping.is_alive():
+            for process in processes:
+                if process.exitcode is None:
+                    log.warning(
+                        "load worker %s did not stop in %.0f s: killing it", process.pid, timeout
+                    )
+                    process.kill()
+            stopping.join(1.0)
 
     def __enter__(self) -> LoadWorkers:
         return self
