@@ -45,7 +45,7 @@ from catalogd.core import cache_pools as caching
 from catalogd.metastore import convert
 from catalogd.metastore import source as loader
 from catalogd.metastore.embedded.lifeline import die_with_parent
-from subscriber.protocol.errors import MetastoreError, NotFoundError
+from subscriber.protocol.errors import MetastoreError
 
 log = logging.getLogger(__name__)
 
@@ -91,13 +91,6 @@ def _worker_source() -> Any:
     return _source
 
 
-def _hms_table(source: Any, db: str, table: str) -> Any:
-    tables = source.get_tables(db, [table])
-    if not tables:
-        raise NotFoundError(f"table {db.lower()}.{table.lower()} not found in {source.address}")
-    return tables[0]
-
-
 def _table_payloads(
     db: str, table: str, marks: Marks, split_above: int
 ) -> tuple[dict[str, bytes], list[tuple[int, int | None]]]:
@@ -106,27 +99,25 @@ def _table_payloads(
     reads by ranges, only its header and the ``PART_ID`` ranges to read in parallel
     (:func:`_range_payloads`)."""
     with _no_cycle_collection():
-        return _read_table(db, table, marks, split_above)
-
-
-def _read_table(
-    db: str, table: str, marks: Marks, split_above: int
-) -> tuple[dict[str, bytes], list[tuple[int, int | None]]]:
-    source = _worker_source()
-    hms_table = _hms_table(source, db, table)
-    ranges: list[tuple[int, int | None]] = []
-    if hms_table.partitionKeys and not convert.is_view(hms_table):
+        source = _worker_source()
+        table_struct = loader.hms_table(source, db, table)
+        ranges: list[tuple[int, int | None]] = []
         by_range = getattr(source, "partition_ranges", None)
-        if by_range is not None:
+        if (
+            by_range is not None
+            and table_struct.partitionKeys
+            and not convert.is_view(table_struct)
+        ):
             ranges = by_range(db, table, split_above)
-    if len(ranges) > 1:
-        key, header = convert.table_object(hms_table, loader.column_stats_of(source, hms_table))
-        objects = {key: header}
-    else:
-        ranges = []
-        objects, _ = loader.load_table_objects(source, hms_table)
-    caching.apply_marks(objects, marks)
-    return convert.encode_all(objects), ranges
+        if len(ranges) > 1:
+            column_stats = loader.column_stats_of(source, table_struct)
+            key, header = convert.table_object(table_struct, column_stats)
+            objects = {key: header}
+        else:
+            ranges = []
+            objects, _ = loader.load_table_objects(source, table_struct)
+        caching.apply_marks(objects, marks)
+        return convert.encode_all(objects), ranges
 
 
 def _range_payloads(
@@ -135,7 +126,7 @@ def _range_payloads(
     """In a worker: the encoded partitions of one of a table's ``PART_ID`` ranges."""
     with _no_cycle_collection():
         source = _worker_source()
-        converter = convert.PartitionConverter(_hms_table(source, db, table))
+        converter = convert.PartitionConverter(loader.hms_table(source, db, table))
         objects = dict(map(converter, source.partitions(db, table, id_range=id_range)))
         caching.apply_marks(objects, marks)
         return convert.encode_all(objects)

@@ -273,8 +273,8 @@ def column_stats_of(source: MetastoreSource, table: Any) -> dict[str, Any]:
     return column_stats.column_stats(columns + keys, table.parameters, objs)
 
 
-def load_table(source: MetastoreSource, db: str, name: str) -> tuple[dict[str, Any], LoadStats]:
-    """Load one table or view now.
+def hms_table(source: MetastoreSource, db: str, name: str) -> Any:
+    """The HMS ``Table`` of one table or view.
 
     Raises:
         NotFoundError: the database or table does not exist.
@@ -282,7 +282,16 @@ def load_table(source: MetastoreSource, db: str, name: str) -> tuple[dict[str, A
     tables = source.get_tables(db, [name])
     if not tables:
         raise NotFoundError(f"table {db.lower()}.{name.lower()} not found in {source.address}")
-    return load_table_objects(source, tables[0])
+    return tables[0]
+
+
+def load_table(source: MetastoreSource, db: str, name: str) -> tuple[dict[str, Any], LoadStats]:
+    """Load one table or view now.
+
+    Raises:
+        NotFoundError: the database or table does not exist.
+    """
+    return load_table_objects(source, hms_table(source, db, name))
 
 
 def load_database(
