@@ -50,7 +50,12 @@ from catalogd.metastore.grants import grant_holders, load_privileges, owners_of
 from catalogd.server.thread import CatalogServer
 from subscriber.protocol import codec
 from subscriber.protocol.delta import Delta
-from subscriber.protocol.errors import BusyError, InvalidRequestError, NotFoundError
+from subscriber.protocol.errors import (
+    BusyError,
+    CatalogError,
+    InvalidRequestError,
+    NotFoundError,
+)
 from subscriber.protocol.keys import (
     AUTHORIZATION_PREFIXES,
     CACHE_POOL_PREFIX,
@@ -289,6 +294,70 @@ class Operations:
         db, table = db.lower(), table.lower()
         with self.turns.turn((db, table)):
             return self._load_table(db, table, only_if_unloaded)
+
+    @property
+    def load_batch(self) -> int:
+        """How many placeholders of one database :meth:`load_tables` reads together:
+        1 without load workers (tables are read one by one anyway)."""
+        return 64 if self.workers is not None else 1
+
+    def loads_alone(self, db: str, tables: Sequence[str]) -> set[str]:
+        """The tables among ``tables`` (lower case) :meth:`load_tables` would not read
+        together with others: larger than a worker's batch (one query), or all of
+        them when the source cannot count partitions."""
+        counts = getattr(self.source(), "partition_counts", None)
+        if self.workers is None or counts is None:
+            return set(tables)
+        budget = self.workers.batch_partitions
+        return {t for t, n in counts(db, tables).items() if n > budget}
+
+    def load_tables(self, db: str, tables: Sequence[str]) -> dict[str, int | Exception]:
+        """Load several placeholders of ``db`` (tables loaded meanwhile are left alone),
+        each with its own commit; returns each table's published version, or the
+        exception its load raised (as :meth:`load_table` with ``only_if_unloaded``).
+
+        Small tables are read together in a load worker
+        (:meth:`~catalogd.freshness.load_workers.LoadWorkers.tables_payloads`); the
+        rest, and any table whose read was overtaken by a newer commit (its epoch
+        moved), load one by one through :meth:`load_table`.
+        """
+        db = db.lower()
+        names = list(dict.fromkeys(t.lower() for t in tables))
+        results: dict[str, int | Exception] = {}
+        loaded = self._read(
+            lambda c: {t: c.version for t in names if not plans.is_placeholder(c, db, t)}
+        )
+        results.update(loaded)
+        together = [t for t in names if t not in loaded and not self.files.wants(db, t)]
+        if self.workers is not None and len(together) > 1:
+            epochs = {t: self._epochs.get((db, t), 0) for t in together}
+            marks = {t: self.cache_marks[(db, t)] for t in together if (db, t) in self.cache_marks}
+            try:
+                read, _ = self.workers.tables_payloads(db, together, marks)
+            except CatalogError as exc:
+                read = {}
+                results.update((t, exc) for t in together)
+            for t, payloads in read.items():
+                try:
+                    with self.turns.turn((db, t)):
+                        version = self._commit_if(
+                            db,
+                            t,
+                            epochs[t],
+                            functools.partial(plans.table, db=db, name=t, payloads=payloads),
+                        )
+                except CatalogError as exc:
+                    results[t] = exc
+                    continue
+                if version is not None:
+                    results[t] = version
+        for t in names:
+            if t not in results:
+                try:
+                    results[t] = self.load_table(db, t, only_if_unloaded=True)
+                except Exception as exc:  # noqa: BLE001 - the caller reports each table's error
+                    results[t] = exc
+        return results
 
     def _load_table(self, db: str, table: str, only_if_unloaded: bool) -> int:
         for _ in range(self._retries + 1):

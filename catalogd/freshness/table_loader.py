@@ -10,6 +10,13 @@ two entries per table the catalog names (the server answers NOTFOUND for names
 it does not hold). ``loaded`` counts only placeholders that were loaded;
 requests for tables loaded already or gone count as ``skipped``.
 
+When the operations can read several tables together (``Operations.load_batch`` > 1:
+load worker processes over the SQL source), a loader thread that takes a background
+table also claims up to that many more queued tables of the same database and loads
+them with one ``Operations.load_tables``; tables too large to batch
+(``Operations.loads_alone``) go back to the queue and load alone, and a large table
+taken first is loaded first (its commit is the longest, so it should not come last).
+
 The loader may be made before the :class:`~catalogd.freshness.operations.Operations`
 it loads through, and given them at :meth:`TableLoader.start`: the server needs
 the loader (its ``on_load_request`` is :meth:`TableLoader.request_urgent`)
@@ -74,6 +81,7 @@ class TableLoader:
         self._running: set[tuple[str, str]] = set()
         self._reload: set[tuple[str, str]] = set()  # load even if loaded
         self._urgent: set[tuple[str, str]] = set()  # queued as urgent, not yet taken
+        self._alone: set[tuple[str, str]] = set()  # too large to load with others
         self._stop = threading.Event()
         self._idle = threading.Condition(self._lock)
         self._threads = [
@@ -165,56 +173,142 @@ class TableLoader:
                 return
             with self._lock:
                 self._urgent.discard(key)
-                future = self._pending.get(key)
-                if future is None or key in self._running:
+                if self._pending.get(key) is None or key in self._running:
                     continue  # done already, or another worker has it
                 self._running.add(key)
                 reload = key in self._reload
                 self._reload.discard(key)
-            started = time.monotonic()
-            version = 0
-            presence = "absent"
-            error: BaseException | None = None
-            try:
-                # A reload (after a write through the HMS endpoint) may name a table
-                # the catalog does not hold yet: it always loads, and counts.
-                presence = "placeholder" if reload else self.ops.presence(*key)
-                if presence == "absent":
-                    raise NotFoundError(f"table {key[0]}.{key[1]} not found")
-                if reload and not key[1]:
-                    version = self.ops.reload_database(key[0])
-                else:
-                    version = self.ops.load_table(*key, only_if_unloaded=not reload)
-            except NotFoundError as exc:
-                log.info("%s.%s was dropped before it could be loaded", *key)
-                error = exc
-            except CatalogError as exc:
-                self.stats.failed += 1
-                log.warning("loading %s.%s failed: %s", key[0], key[1], exc)
-                error = exc
-            except Exception as exc:  # noqa: BLE001 - a loader thread must survive
-                self.stats.failed += 1
-                log.exception("loading %s.%s failed", *key)
-                error = exc
+                alone = reload or not key[1] or key in self._alone
+                more = [] if alone else self._claim_more(key)
+            if more:
+                more = self._release_large(key, more)
+            if more:
+                self._load_together([key, *more])
             else:
-                if presence == "placeholder":
-                    self.stats.loaded += 1
-                else:
-                    self.stats.skipped += 1  # loaded already: counts as no load
-            elapsed = time.monotonic() - started
-            self.stats.busy_seconds += elapsed
-            if self._on_loaded is not None and error is None:
-                self._on_loaded(elapsed)
-            with self._lock:
-                self._running.discard(key)
-                self._pending.pop(key, None)
-                again = key in self._reload  # asked to reload while loading
-                if not self._pending:
-                    self.stats.last_idle_at = time.monotonic()
-                    self._idle.notify_all()
-            if error is not None:
-                future.set_exception(error)
+                self._load_one(key, reload)
+
+    def _claim_more(self, key: tuple[str, str]) -> list[tuple[str, str]]:
+        """Under the lock: up to ``ops.load_batch - 1`` more queued background tables of
+        ``key``'s database, claimed (running), to load together with it; queue entries
+        of claimed tables are skipped when they come up."""
+        limit = self.ops.load_batch - 1
+        found: list[tuple[str, str]] = []
+        # Claimed ones stay pending until done: skip past what the other loader
+        # threads hold, but look no further than that (the scan holds the lock).
+        for scanned, other in enumerate(self._pending):
+            if len(found) >= limit or scanned > (len(self._threads) + 1) * (limit + 1):
+                break
+            if (
+                other[0] == key[0]
+                and other[1]
+                and other != key
+                and other not in self._running
+                and other not in self._reload
+                and other not in self._urgent
+                and other not in self._alone
+            ):
+                found.append(other)
+                self._running.add(other)
+        return found
+
+    def _release_large(
+        self, key: tuple[str, str], more: list[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        """The tables of ``more`` to load together with ``key``: large ones (one query
+        asks) are given back to the queue, to load alone; when ``key`` is one, all are
+        given back (it loads alone first: a large table read early commits early)."""
+        try:
+            large = self.ops.loads_alone(key[0], [key[1]] + [t for _, t in more])
+        except Exception as exc:  # noqa: BLE001 - then each loads alone, and reports
+            log.debug("cannot tell large tables of %s apart: %s", key[0], exc)
+            large = {key[1]} | {t for _, t in more}
+        back = more if key[1] in large else [k for k in more if k[1] in large]
+        with self._lock:
+            self._alone.update(k for k in [key, *more] if k[1] in large)
+            for other in back:
+                self._running.discard(other)
+        for other in back:
+            self._queue.put((BACKGROUND, next(self._seq), other))
+        return [k for k in more if k not in back]
+
+    def _load_one(self, key: tuple[str, str], reload: bool) -> None:
+        started = time.monotonic()
+        version = 0
+        presence = "absent"
+        error: BaseException | None = None
+        try:
+            # A reload (after a write through the HMS endpoint) may name a table
+            # the catalog does not hold yet: it always loads, and counts.
+            presence = "placeholder" if reload else self.ops.presence(*key)
+            if presence == "absent":
+                raise NotFoundError(f"table {key[0]}.{key[1]} not found")
+            if reload and not key[1]:
+                version = self.ops.reload_database(key[0])
             else:
-                future.set_result(version)
-            if again:
-                self.request(*key, urgent=True)
+                version = self.ops.load_table(*key, only_if_unloaded=not reload)
+        except Exception as exc:  # noqa: BLE001 - a loader thread must survive
+            error = exc
+        self._finish(key, presence, version, error, time.monotonic() - started)
+
+    def _load_together(self, keys: list[tuple[str, str]]) -> None:
+        """Background loads of several tables of one database (``Operations.load_tables``)."""
+        started = time.monotonic()
+        presences: dict[tuple[str, str], str] = {}
+        results: dict[str, int | Exception] = {}
+        try:
+            presences = {key: self.ops.presence(*key) for key in keys}
+            placeholders = [t for (_, t), p in presences.items() if p == "placeholder"]
+            results = self.ops.load_tables(keys[0][0], placeholders) if placeholders else {}
+            for (_, t), presence in presences.items():
+                if presence == "loaded":
+                    results[t] = self.ops.load_table(keys[0][0], t, only_if_unloaded=True)
+        except Exception as exc:  # noqa: BLE001 - a loader thread must survive
+            results = {t: results.get(t, exc) for _, t in keys}
+        share = (time.monotonic() - started) / len(keys)
+        for key in keys:
+            presence = presences.get(key, "placeholder")
+            outcome: int | Exception = results.get(key[1], 0)
+            if presence == "absent":
+                outcome = NotFoundError(f"table {key[0]}.{key[1]} not found")
+            if isinstance(outcome, Exception):
+                self._finish(key, presence, 0, outcome, share)
+            else:
+                self._finish(key, presence, outcome, None, share)
+
+    def _finish(
+        self,
+        key: tuple[str, str],
+        presence: str,
+        version: int,
+        error: BaseException | None,
+        elapsed: float,
+    ) -> None:
+        if isinstance(error, NotFoundError):
+            log.info("%s.%s was dropped before it could be loaded", *key)
+        elif isinstance(error, CatalogError):
+            self.stats.failed += 1
+            log.warning("loading %s.%s failed: %s", key[0], key[1], error)
+        elif error is not None:
+            self.stats.failed += 1
+            log.error("loading %s.%s failed", *key, exc_info=error)
+        elif presence == "placeholder":
+            self.stats.loaded += 1
+        else:
+            self.stats.skipped += 1  # loaded already: counts as no load
+        self.stats.busy_seconds += elapsed
+        if self._on_loaded is not None and error is None:
+            self._on_loaded(elapsed)
+        with self._lock:
+            self._running.discard(key)
+            self._alone.discard(key)
+            future = self._pending.pop(key)
+            again = key in self._reload  # asked to reload while loading
+            if not self._pending:
+                self.stats.last_idle_at = time.monotonic()
+                self._idle.notify_all()
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(version)
+        if again:
+            self.request(*key, urgent=True)

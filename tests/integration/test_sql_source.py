@@ -177,6 +177,24 @@ def test_load_workers_give_the_objects_the_daemon_makes(
             for _ in range(20):  # until a call meets the dead worker
                 workers.table_payloads("sales", "orders")
         assert workers.table_payloads("sales", "orders")  # a new pool
+    # Tables read together give what one by one gives; missing and too large ones
+    # (here: more than 2 partitions) are left to single loads.
+    together = 0
+    with LoadWorkers(factory, 2, batch_partitions=2) as workers:
+        for db in ("odd", "sales"):
+            names = [*sql_source.table_names(db), "no_such_table"]
+            read, alone = workers.tables_payloads(db, names, {"orders": {None: "pool1"}})
+            counts = sql_source.partition_counts(db, names)
+            assert "no_such_table" not in counts
+            assert sorted(alone) == sorted(
+                ["no_such_table", *(t for t, n in counts.items() if n > 2)]
+            )
+            assert len(read) + len(alone) == len(names)
+            together += len(read)
+            for table, payloads in read.items():
+                marks = {None: "pool1"} if table == "orders" else {}
+                assert payloads == workers.table_payloads(db, table, marks), table
+    assert together > 2
 
 
 def test_the_write_position_moves_with_a_metastore_write(

@@ -15,6 +15,7 @@ from catalogd.freshness.polling import fingerprints
 from catalogd.freshness.table_loader import TableLoader
 from catalogd.metastore.source import InMemorySource
 from catalogd.server.thread import CatalogServer, ServerConfig
+from subscriber.protocol.errors import InvalidRequestError
 
 hms = idl.hive_metastore
 
@@ -92,3 +93,60 @@ def test_a_loader_made_before_its_operations_keeps_early_requests() -> None:
         assert ops.is_loaded("db", "a")
     finally:
         loader.close()
+
+
+class BatchingOps(Operations):
+    """Operations that load up to 3 tables together (as with load workers), tables
+    named ``big*`` alone, and ``bad`` failing to load."""
+
+    load_batch = 3  # type: ignore[assignment]
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.batches: list[list[str]] = []
+
+    def loads_alone(self, db: str, tables: Any) -> set[str]:
+        return {t for t in tables if t.startswith("big")}
+
+    def load_tables(self, db: str, tables: Any) -> dict[str, int | Exception]:
+        self.batches.append(sorted(tables))
+        assert not self.loads_alone(db, tables)
+        results: dict[str, int | Exception] = {}
+        for t in tables:
+            if t == "bad":
+                results[t] = InvalidRequestError("cannot convert db.bad")
+            else:
+                results[t] = self.load_table(db, t, only_if_unloaded=True)
+        return results
+
+
+def test_the_loader_loads_small_tables_together_and_large_ones_alone() -> None:
+    source, _, _ = world()
+    for name in ("c", "d", "e", "big1", "big2", "bad"):
+        source.tables[("db", name)] = hms.Table(
+            tableName=name,
+            dbName="db",
+            sd=hms.StorageDescriptor(cols=[], location=f"file:/w/db/{name}", parameters={}),
+            partitionKeys=[],
+            parameters={},
+            tableType="MANAGED_TABLE",
+        )
+    ops = BatchingOps(CountingServer(ServerConfig(bind="tcp://127.0.0.1:*")), lambda: source)
+    ops.load_names()
+    loader = TableLoader(ops, pool_size=1).start()
+    try:
+        futures = {t: loader.request("db", t) for _, t in ops.unloaded()}
+        assert loader.wait_idle(30)
+    finally:
+        loader.close()
+    tables = sorted(futures)
+    assert tables == ["a", "b", "bad", "big1", "big2", "c", "d", "e"]
+    assert all(len(b) <= 3 and not any(t.startswith("big") for t in b) for b in ops.batches)
+    together = sorted(t for b in ops.batches for t in b)
+    assert together == ["a", "b", "bad", "c", "d", "e"]
+    for t in tables:
+        if t == "bad":
+            assert isinstance(futures[t].exception(), InvalidRequestError)
+        else:
+            assert futures[t].result() > 0 and ops.is_loaded("db", t)
+    assert loader.stats.loaded == 7 and loader.stats.failed == 1

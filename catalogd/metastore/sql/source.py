@@ -294,11 +294,12 @@ class SqlSource:
         p = s.PARTITIONS.c
         with self._mapping(), self._conn() as conn:
             tbl_id, db_name, tbl_name = self._table_ref(conn, db, table)
+        owner = {tbl_id: (db_name, tbl_name)}
         if names is not None:
             for start in range(0, len(names), 1000):
                 chunk = list(names[start : start + 1000])
                 where = sa.and_(p.TBL_ID == tbl_id, p.PART_NAME.in_(chunk))
-                yield from self._partition_batch(where, db_name, tbl_name)[0]
+                yield from self._partition_batch(where, owner)[0]
             return
         first, end = id_range or (None, None)
         while True:
@@ -308,12 +309,57 @@ class SqlSource:
             if first is not None:
                 where = sa.and_(where, p.PART_ID >= first)
             batch, last = self._partition_batch(
-                where, db_name, tbl_name, limit=self.partition_batch, tbl_id=tbl_id
+                where, owner, limit=self.partition_batch, tbl_id=tbl_id
             )
             yield from batch
             if len(batch) < self.partition_batch:
                 return
             first = last + 1
+
+    @_mapped
+    def partition_counts(self, db: str, tables: Sequence[str]) -> dict[str, int]:
+        """``{table: number of partitions}`` for the named tables of ``db`` that exist
+        (lower-case names; 0 for unpartitioned tables and views); one query."""
+        if not tables:
+            return {}
+        t, d, p = s.TBLS.c, s.DBS.c, s.PARTITIONS.c
+        wanted = sorted({n.lower() for n in tables})
+        with self._conn() as conn:
+            rows = conn.execute(
+                select(t.TBL_NAME, sa.func.count(p.PART_ID))
+                .select_from(
+                    s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID).outerjoin(
+                        s.PARTITIONS, p.TBL_ID == t.TBL_ID
+                    )
+                )
+                .where(d.NAME == db.lower(), t.TBL_NAME.in_(wanted))
+                .group_by(t.TBL_NAME)
+            ).all()
+        return {name.lower(): int(count) for name, count in rows}
+
+    @_mapped
+    def tables_partitions(self, db: str, tables: Sequence[str]) -> dict[str, list[Any]]:
+        """The ``Partition`` s of several tables of ``db`` read together, in one set of
+        queries (as :meth:`partitions` reads one batch), by lower-case table name;
+        tables that do not exist are left out. For small tables: nothing is streamed,
+        so the caller bounds the total (:meth:`partition_counts`)."""
+        if not tables:
+            return {}
+        t, d, p = s.TBLS.c, s.DBS.c, s.PARTITIONS.c
+        wanted = sorted({n.lower() for n in tables})
+        with self._conn() as conn:
+            refs = conn.execute(
+                select(t.TBL_ID, d.NAME, t.TBL_NAME)
+                .select_from(s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID))
+                .where(d.NAME == db.lower(), t.TBL_NAME.in_(wanted))
+            ).all()
+        owners = {int(tbl_id): (db_name, tbl_name) for tbl_id, db_name, tbl_name in refs}
+        result: dict[str, list[Any]] = {tbl_name.lower(): [] for _, tbl_name in owners.values()}
+        if owners:
+            partitions, _ = self._partition_batch(p.TBL_ID.in_(sorted(owners)), owners)
+            for part in partitions:
+                result[part.tableName.lower()].append(part)
+        return result
 
     @contextlib.contextmanager
     def _mapping(self) -> Iterator[None]:
@@ -326,18 +372,20 @@ class SqlSource:
     def _partition_batch(
         self,
         where: Any,
-        db_name: str,
-        tbl_name: str,
+        owners: dict[int, tuple[str, str]],
         *,
         limit: int | None = None,
         tbl_id: int | None = None,
     ) -> tuple[list[Any], int]:
-        """Every partition matching ``where`` (a PARTITIONS predicate), in 10 queries on
-        one connection, and the last ``PART_ID`` read; with ``limit`` (and ``tbl_id``),
-        only the first ``limit`` of them by ``PART_ID``."""
+        """Every partition matching ``where`` (a PARTITIONS predicate on tables among
+        ``owners``: ``TBL_ID`` -> (database, table) as stored), in ``PART_ID`` order, in
+        10 queries on one connection, and the last ``PART_ID`` read; with ``limit`` (and
+        ``tbl_id``, the one table), only the first ``limit`` of them by ``PART_ID``."""
         p, kv = s.PARTITIONS.c, s.PARTITION_KEY_VALS.c
         with self._mapping(), self._conn() as conn:
-            query = select(p.PART_ID, p.CREATE_TIME, p.LAST_ACCESS_TIME, p.SD_ID).where(where)
+            query = select(p.PART_ID, p.CREATE_TIME, p.LAST_ACCESS_TIME, p.SD_ID, p.TBL_ID).where(
+                where
+            )
             rows = conn.execute(query.order_by(p.PART_ID).limit(limit)).all()
             if not rows:
                 return [], 0
@@ -364,14 +412,14 @@ class SqlSource:
         partitions = [
             new_partition(
                 values=values_get(part_id) or [],
-                dbName=db_name,
-                tableName=tbl_name,
+                dbName=owners[tbl][0],
+                tableName=owners[tbl][1],
                 createTime=create_time,
                 lastAccessTime=last_access_time,
                 sd=sds_get(sd_id),
                 parameters=params_get(part_id) or {},
             )
-            for part_id, create_time, last_access_time, sd_id in rows
+            for part_id, create_time, last_access_time, sd_id, tbl in rows
         ]
         return partitions, rows[-1][0]
 
