@@ -26,9 +26,11 @@ from support.hms_copy import ODD_VALUES, add_odd_objects, copy_catalog
 from support.measurements import record_measurement
 from support.warehouse import WarehouseSpec
 
+import idl
 from catalogd.core import cache_pools
 from catalogd.freshness.load_workers import LoadWorkers
 from catalogd.metastore import convert
+from catalogd.metastore.builders import thrift_partitions, thrift_table
 from catalogd.metastore.client import MetastoreClient
 from catalogd.metastore.embedded import EmbeddedMetastore, MariaDbBackend
 from catalogd.metastore.grants import grant_holders, load_privileges, owners_of
@@ -44,6 +46,8 @@ from subscriber.protocol.errors import (
 from subscriber.protocol.keys import table_key
 
 pytestmark = pytest.mark.timeout(240)
+
+hms_thrift = idl.hive_metastore
 
 
 def pg_url(metastore: EmbeddedMetastore, user: str = "postgres") -> str:
@@ -228,6 +232,49 @@ def test_partition_structs_equal_thrift(catalog: EmbeddedMetastore, sql_source: 
         assert {tuple(v) for v in ODD_VALUES} <= set(
             tuple(p.values) for p in sql_source.partitions("odd", "t")
         )
+
+
+def test_interleaved_partitions_of_two_tables_equal_thrift(
+    catalog: EmbeddedMetastore, sql_source: SqlSource
+) -> None:
+    """Partitions of two tables added one at a time, alternately: each table's ids
+    (partitions, storage descriptors, SerDes) fill half of their range, so a batch reads
+    the range and drops the other table's rows, which must not leak into it."""
+    with MetastoreClient(catalog.uri) as client:
+        if "mixed" not in client.get_all_databases():
+            client.call(
+                "create_database",
+                hms_thrift.Database(name="mixed", locationUri="file:/tmp/mixed", parameters={}),
+            )
+            tables = [
+                thrift_table(
+                    "mixed",
+                    name,
+                    f"file:/tmp/mixed/{name}",
+                    columns=[("x", "int")],
+                    partition_keys=[("k", "string")],
+                    parameters={"t": name},
+                    serde_parameters={"serialization.format": "1"},
+                )
+                for name in ("a", "b")
+            ]
+            for table in tables:
+                client.call("create_table", table)
+            for i in range(7):
+                for table in tables:
+                    (part,) = thrift_partitions(table, [[f"v{i}"]])
+                    part.parameters = {"n": f"{table.tableName}{i}"}
+                    client.call("add_partition", part)
+        thrift = ThriftSource(client)
+        for table in ("a", "b"):
+            assert len(list(sql_source.partitions("mixed", table))) == 7
+            by_sql = load_table(sql_source, "mixed", table)[0]
+            by_thrift = load_table(thrift, "mixed", table)[0]
+            assert convert.encode_all(by_sql) == convert.encode_all(by_thrift)
+        read = sql_source.tables_partitions("mixed", ["a", "b"])
+        assert {t: sorted(p.parameters["n"] for p in ps) for t, ps in read.items()} == {
+            t: sorted(f"{t}{i}" for i in range(7)) for t in ("a", "b")
+        }
 
 
 def test_column_statistics_equal_thrift(catalog: EmbeddedMetastore, sql_source: SqlSource) -> None:

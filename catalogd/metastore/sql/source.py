@@ -47,6 +47,7 @@ from catalogd.metastore.sql import grants as sql_grants
 from catalogd.metastore.sql import schema as s
 from catalogd.metastore.sql.structs import (
     as_bool,
+    kept,
     member,
     params_of,
     principal_type,
@@ -393,16 +394,21 @@ class SqlSource:
                 where = sa.and_(p.TBL_ID == tbl_id, p.PART_ID.between(rows[0][0], rows[-1][0]))
             ids = select(p.PART_ID).where(where).scalar_subquery()
             part_range = (rows[0][0], rows[-1][0])  # rows are in PART_ID order
+            part_ids = {r[0] for r in rows}
             values: dict[int, list[str]] = defaultdict(list)
-            for part_id, value in conn.execute(
-                select(kv.PART_ID, kv.PART_KEY_VAL)
-                .where(member(kv.PART_ID, ids, part_range))
-                .order_by(kv.PART_ID, kv.INTEGER_IDX)
-            ).all():
+            for part_id, value in kept(
+                conn.execute(
+                    select(kv.PART_ID, kv.PART_KEY_VAL)
+                    .where(member(kv.PART_ID, ids, part_range, part_ids))
+                    .order_by(kv.PART_ID, kv.INTEGER_IDX)
+                ).all(),
+                part_ids,
+            ):
                 values[part_id].append(value)
-            params = params_of(conn, s.PARTITION_PARAMS, ids, part_range)
+            params = params_of(conn, s.PARTITION_PARAMS, ids, part_range, part_ids)
             sd_ids = select(p.SD_ID).where(where).scalar_subquery()
-            sds = storage_descriptors(conn, sd_ids, _bounds(r[3] for r in rows))
+            sd_known = {r[3] for r in rows if r[3] is not None}
+            sds = storage_descriptors(conn, sd_ids, _bounds(r[3] for r in rows), sd_known)
         new_partition, values_get, params_get, sds_get = (
             hms.Partition,
             values.get,
