@@ -74,8 +74,9 @@ T = TypeVar("T")
 SPLIT_ABOVE = 20_000
 
 # Small tables read together: at most this many partitions per worker task (the
-# task's payloads, ~600 B per partition, cross to the daemon at once).
-BATCH_PARTITIONS = 20_000
+# task's payloads, ~600 B per partition, cross to the daemon at once). A table of more
+# loads alone: its ~20 queries no longer matter, and a large one streams in batches.
+BATCH_PARTITIONS = 5_000
 
 # Imported once by the fork server, before it forks workers: what a worker runs
 # (modules that are not installed are skipped).
