@@ -323,17 +323,13 @@ class SqlSource:
         (lower-case names; 0 for unpartitioned tables and views); one query."""
         if not tables:
             return {}
-        t, d, p = s.TBLS.c, s.DBS.c, s.PARTITIONS.c
-        wanted = sorted({n.lower() for n in tables})
+        t, p = s.TBLS.c, s.PARTITIONS.c
+        tables_of_db, named = _named_tables(db, tables)
         with self._conn() as conn:
             rows = conn.execute(
                 select(t.TBL_NAME, sa.func.count(p.PART_ID))
-                .select_from(
-                    s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID).outerjoin(
-                        s.PARTITIONS, p.TBL_ID == t.TBL_ID
-                    )
-                )
-                .where(d.NAME == db.lower(), t.TBL_NAME.in_(wanted))
+                .select_from(tables_of_db.outerjoin(s.PARTITIONS, p.TBL_ID == t.TBL_ID))
+                .where(named)
                 .group_by(t.TBL_NAME)
             ).all()
         return {name.lower(): int(count) for name, count in rows}
@@ -347,12 +343,10 @@ class SqlSource:
         if not tables:
             return {}
         t, d, p = s.TBLS.c, s.DBS.c, s.PARTITIONS.c
-        wanted = sorted({n.lower() for n in tables})
+        tables_of_db, named = _named_tables(db, tables)
         with self._conn() as conn:
             refs = conn.execute(
-                select(t.TBL_ID, d.NAME, t.TBL_NAME)
-                .select_from(s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID))
-                .where(d.NAME == db.lower(), t.TBL_NAME.in_(wanted))
+                select(t.TBL_ID, d.NAME, t.TBL_NAME).select_from(tables_of_db).where(named)
             ).all()
         owners = {int(tbl_id): (db_name, tbl_name) for tbl_id, db_name, tbl_name in refs}
         result: dict[str, list[Any]] = {tbl_name.lower(): [] for _, tbl_name in owners.values()}
@@ -506,6 +500,15 @@ class SqlSource:
 
     def close(self) -> None:
         self._engine.dispose()
+
+
+def _named_tables(db: str, tables: Sequence[str]) -> tuple[Any, Any]:
+    """``TBLS`` joined with ``DBS``, and the predicate selecting ``tables`` of ``db``."""
+    t, d = s.TBLS.c, s.DBS.c
+    wanted = sorted({n.lower() for n in tables})
+    return s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID), sa.and_(
+        d.NAME == db.lower(), t.TBL_NAME.in_(wanted)
+    )
 
 
 def _partition_keys(conn: Connection, tbl_ids: Any) -> dict[int, list[Any]]:
