@@ -9,7 +9,10 @@ Per table and per partition, three things are written:
 * the basic-stats parameters ``numRows``, ``numFiles``, ``totalSize`` and
   ``COLUMN_STATS_ACCURATE`` (``alter_table`` / ``alter_partition``), with
   ``DO_NOT_UPDATE_STATS=true``, which HMS consumes (removes) and which stops
-  it from recomputing the quick stats and marking them inaccurate;
+  it from recomputing the quick stats and marking them inaccurate (the job
+  may write a partition's basic statistics first, :func:`write_basic`, and its
+  column statistics later: HMS then adds each column to
+  ``COLUMN_STATS_ACCURATE``);
 * Spark's own keys (``spark.sql.statistics.numRows``, ``.totalSize`` and
   ``.colStats.<col>.<key>``, ``version`` 2): Spark reads *only* these
   (``HiveExternalCatalog.statsFromProperties``) for ``DESCRIBE EXTENDED t col``
@@ -105,6 +108,10 @@ def spark_column_properties(col: ColumnResult, *, decimal_bytes: int = 8) -> dic
     return props
 
 
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
 def _decimal(value: Any, scale: int) -> Any:
     unscaled = int(decimal.Decimal(value).scaleb(scale).to_integral_value())
     length = max(1, (unscaled.bit_length() + 8) // 8)
@@ -119,8 +126,12 @@ def hms_column_stats(col: ColumnResult, hive_type: str) -> Any | None:
             lowValue=col.low, highValue=col.high, numNulls=col.nulls, numDVs=col.distinct
         )
     elif col.kind in ("FloatType", "DoubleType"):
+        # NaN and infinities do not fit HMS's (database's) DOUBLE: left out there.
         data.doubleStats = hms.DoubleColumnStatsData(
-            lowValue=col.low, highValue=col.high, numNulls=col.nulls, numDVs=col.distinct
+            lowValue=_finite(col.low),
+            highValue=_finite(col.high),
+            numNulls=col.nulls,
+            numDVs=col.distinct,
         )
     elif col.kind == "DecimalType":
         scale = int(hive_type.rstrip(") ").rsplit(",", 1)[-1]) if "," in hive_type else 0
@@ -158,8 +169,13 @@ def hms_column_stats(col: ColumnResult, hive_type: str) -> Any | None:
 
 
 def basic_parameters(result: PartitionResult, columns: Iterable[str]) -> dict[str, str]:
-    """``numRows numFiles totalSize COLUMN_STATS_ACCURATE`` and Spark's two basic keys."""
-    accurate = {"BASIC_STATS": "true", "COLUMN_STATS": dict.fromkeys(sorted(columns), "true")}
+    """``numRows numFiles totalSize COLUMN_STATS_ACCURATE`` and Spark's two basic keys.
+
+    ``columns``: those whose statistics are (about to be) accurate; none names
+    only the basic statistics as accurate."""
+    accurate: dict[str, Any] = {"BASIC_STATS": "true"}
+    if names := sorted(columns):
+        accurate["COLUMN_STATS"] = dict.fromkeys(names, "true")
     return {
         "numRows": str(result.rows),
         "numFiles": str(result.files),
@@ -169,6 +185,44 @@ def basic_parameters(result: PartitionResult, columns: Iterable[str]) -> dict[st
         SPARK_PREFIX + "numRows": str(result.rows),
         SPARK_PREFIX + "totalSize": str(result.bytes),
     }
+
+
+Basic = tuple[int, int, int]  # rows, files, bytes of one partition
+
+
+def write_basic(
+    uri: str,
+    table: Any,
+    partitions: Iterable[Any],
+    figures: dict[str, Basic],
+    *,
+    writers: int = DEFAULT_WRITERS,
+) -> dict[str, Basic]:
+    """Write the basic statistics of ``partitions`` (HMS ``Partition`` objects,
+    changed in place), before their column statistics are known: ``numRows``,
+    ``numFiles``, ``totalSize`` and Spark's basic keys from ``figures`` (by
+    partition name), ``COLUMN_STATS_ACCURATE`` naming only the basic statistics
+    (HMS adds each column when its statistics are written).
+
+    For the job to write while its scan runs: over up to ``writers`` connections
+    of its own to ``uri``. Returns what it wrote, by partition name; :func:`write`
+    then writes only what differs. Raises the client's errors.
+    """
+    by_name = {_part_name(table, part): part for part in partitions}
+    todo = [
+        (part, PartitionResult(n, (), rows, files=files, bytes=size))
+        for n, (rows, files, size) in figures.items()
+        if (part := by_name.get(n)) is not None
+    ]
+    db, name = table.dbName, table.tableName
+
+    def one(writer: MetastoreClient, part: Any, res: PartitionResult) -> None:
+        part.parameters = {**(part.parameters or {}), **basic_parameters(res, ())}
+        writer.call("alter_partition", db, name, part, what=f"partition {res.name}")
+
+    with MetastoreClient(uri) as client:
+        _each_partition(client, todo, one, writers, meanwhile=lambda: None)
+    return {res.name: (res.rows, res.files, res.bytes) for _, res in todo}
 
 
 def _column_statistics(
@@ -198,8 +252,13 @@ def write(
     writers: int = DEFAULT_WRITERS,
     table: Any = None,
     partitions: Iterable[Any] | None = None,
+    written: dict[str, Basic] | None = None,
 ) -> int:
     """Write ``result`` to HMS: every partition it read, and the table.
+
+    ``written``: the basic statistics :func:`write_basic` already wrote, by
+    partition name; a partition whose figures are still those gets only its
+    column statistics.
 
     ``table``/``partitions``: the HMS ``Table`` and (a superset of) the
     ``Partition`` objects, as the job read them before its scan, saving two
@@ -235,12 +294,17 @@ def write(
             if (part_name := _part_name(table, part)) in by_name
         ]
 
+    calls = [2]  # the table's
+
     def one(writer: MetastoreClient, part: Any, res: PartitionResult) -> None:
-        part.parameters = {**(part.parameters or {}), **basic_parameters(res, stats_cols)}
-        writer.call("alter_partition", db, name, part, what=f"partition {res.name}")
+        if (written or {}).get(res.name) != (res.rows, res.files, res.bytes):
+            part.parameters = {**(part.parameters or {}), **basic_parameters(res, stats_cols)}
+            writer.call("alter_partition", db, name, part, what=f"partition {res.name}")
+            calls.append(1)
         stats = _column_statistics(res, types, db, name, res.name)
         if stats.statsObj:
             writer.call("update_partition_column_statistics", stats, what=res.name)
+            calls.append(1)
 
     def the_table() -> None:
         table.parameters = _table_parameters(table, result, types, stats_cols, table_columns)
@@ -250,7 +314,7 @@ def write(
             client.call("update_table_column_statistics", stats, what=f"table {db}.{name}")
 
     _each_partition(client, todo, one, writers, meanwhile=the_table)
-    return 2 * len(todo) + 2
+    return sum(calls)
 
 
 def _table_parameters(
