@@ -42,6 +42,12 @@ def _table_of_partition(key: str) -> str:
     return key[len(_PARTITION) :].partition(":")[0]
 
 
+def _place(key: str) -> tuple[str, str, str | None]:
+    """``(object type, database, "db.t" for a partition key else None)`` of ``key``."""
+    table = _table_of_partition(key) if key.startswith(_PARTITION) else None
+    return key.partition(":")[0], database_of(key), table
+
+
 def _discard(index: dict[str, set[str]], group: str, key: str) -> None:
     members = index[group]
     members.discard(key)
@@ -194,18 +200,33 @@ class Catalog:
         """
         items = changes.items() if isinstance(changes, Mapping) else changes
         start = self._version
-        applied: dict[str, Entry] = {}
+        applied: list[Entry] = []
+        entries = self._entries
+        # A table's load commits ~100,000 partitions at once on the server thread: the
+        # loop keeps the common case (a new live key) inline, and the place of every
+        # partition of one table is worked out once.
+        places: dict[str, tuple[str, str, str | None]] = {}
         for key, payload in dict(items).items():
-            current = self._entries.get(key)
+            current = entries.get(key)
             current_payload = current.payload if current is not None else None
             if payload == current_payload:
                 continue
             self._version += 1
             entry = Entry(key, self._version, payload)
-            self._store(key, entry, was_live=current_payload is not None)
-            applied[key] = entry
+            applied.append(entry)
+            if current is not None:
+                del entries[key]  # re-inserted below: dict order stays version order
+            entries[key] = entry
+            if key.startswith(_PARTITION):
+                prefix = key[: key.find(":", len(_PARTITION))]
+                place = places.get(prefix)
+                if place is None:
+                    place = places[prefix] = _place(key)
+            else:
+                place = _place(key)
+            self._index(key, entry, place, was_live=current_payload is not None)
         self._prune_tombstones()
-        return Delta(start, self._version, tuple(applied.values()))
+        return Delta(start, self._version, tuple(applied))
 
     def replace(self, keys: Iterable[str], items: Mapping[str, bytes]) -> Delta:
         """Make the live keys among ``keys`` exactly ``items``.
@@ -218,29 +239,30 @@ class Catalog:
         changes.update(items)
         return self.commit(changes)
 
-    def _store(self, key: str, entry: Entry, *, was_live: bool) -> None:
-        # Re-insert so dict order stays version order.
-        self._entries.pop(key, None)
-        self._entries[key] = entry
-        db = database_of(key)
+    def _index(
+        self, key: str, entry: Entry, place: tuple[str, str, str | None], *, was_live: bool
+    ) -> None:
+        """Bring the tombstones, counts and indexes up to date with ``entry`` (just
+        stored under ``key``, whose :func:`_place` is ``place``)."""
+        kind, db, table = place
         if entry.payload is None:
             self._tombstones[key] = entry.version
             self._tombstones.move_to_end(key)
             if was_live:
                 self._live -= 1
-                self._counts[key.partition(":")[0]] -= 1
+                self._counts[kind] -= 1
                 _discard(self._by_database, db, key)
-                if key.startswith(_PARTITION):
-                    _discard(self._partitions, _table_of_partition(key), key)
+                if table is not None:
+                    _discard(self._partitions, table, key)
         else:
-            self._tombstones.pop(key, None)
+            if self._tombstones:
+                self._tombstones.pop(key, None)
             if not was_live:
                 self._live += 1
-                kind = key.partition(":")[0]
                 self._counts[kind] = self._counts.get(kind, 0) + 1
                 self._by_database.setdefault(db, set()).add(key)
-                if key.startswith(_PARTITION):
-                    self._partitions.setdefault(_table_of_partition(key), set()).add(key)
+                if table is not None:
+                    self._partitions.setdefault(table, set()).add(key)
 
     def _prune_tombstones(self) -> None:
         while len(self._tombstones) > self._max_tombstones:

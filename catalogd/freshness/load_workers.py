@@ -30,10 +30,12 @@ the server thread keeps its core.
   call starts a new pool.
 * **Lifetime**: workers are never forked from the daemon (it has threads and
   ZeroMQ sockets): they come from multiprocessing's *fork server*, a clean
-  process started once per daemon that imports the main module and
-  :data:`PRELOAD` before forking each worker. Spawning instead imported all of it
-  in every worker (measured: ~0.85 s of CPU each, 17% of a medium load's worker
-  time). Workers ask for SIGTERM when the fork server dies, which it does when
+  process started once per daemon that imports the main module
+  (:mod:`catalogd.freshness.forkserver_main`) and :data:`PRELOAD` before forking
+  each worker. Spawning instead imported all of it in every worker (measured:
+  ~0.85 s of CPU each, 17% of a medium load's worker time).
+  :meth:`LoadWorkers.start` starts them in a thread, so the daemon publishes names
+  meanwhile. Workers ask for SIGTERM when the fork server dies, which it does when
   the daemon does (it watches a pipe from the daemon); :meth:`LoadWorkers.close`
   stops them.
 * **Memory**: one table's payloads at a time per worker, pickled once across.
@@ -50,13 +52,16 @@ import itertools
 import logging
 import multiprocessing
 import multiprocessing.context
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import spawn
 from typing import Any, TypeVar
 
 from catalogd.core import cache_pools as caching
+from catalogd.freshness import forkserver_main
 from catalogd.metastore import convert
 from catalogd.metastore import source as loader
 from catalogd.metastore.embedded.lifeline import die_with_parent
@@ -82,6 +87,7 @@ BATCH_PARTITIONS = 5_000
 # (modules that are not installed are skipped).
 PRELOAD = [
     "__main__",
+    "catalogd.freshness.forkserver_main",  # what "__main__" should do (see that module)
     "catalogd.freshness.load_workers",
     "catalogd.metastore.sql",
     "sqlalchemy.dialects.postgresql.psycopg",
@@ -103,6 +109,9 @@ def _start_worker(factory: Callable[[], loader.MetastoreSource]) -> None:
 
 def _context() -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context("forkserver")
+    main_path = spawn.get_preparation_data("catalogd-load-worker").get("init_main_from_path")
+    if main_path and os.environ.get(forkserver_main.MAIN_PATH) != main_path:
+        os.environ[forkserver_main.MAIN_PATH] = main_path  # read by the fork server
     context.set_forkserver_preload(PRELOAD)
     return context
 
@@ -317,6 +326,7 @@ class LoadWorkers:
         self._pool: ProcessPoolExecutor | None = None
         self._feed = _Feed(processes)
         self._closed = False
+        self._starting: threading.Thread | None = None
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -398,15 +408,26 @@ class LoadWorkers:
         return MetastoreError(f"a load worker died while loading {what}")
 
     def start(self) -> LoadWorkers:
-        """Start the workers now (the fork server imports catalogd, then the workers
-        connect, while names load)."""
-        pool = self._executor()
-        for _ in range(self.processes):
-            pool.submit(int)
+        """Start the workers in the background and return at once: the fork server
+        imports catalogd (~0.7 s of CPU) and forks them while the caller loads names."""
+        self._starting = threading.Thread(
+            target=self._warm, name="catalogd-load-workers-start", daemon=True
+        )
+        self._starting.start()
         return self
 
+    def _warm(self) -> None:
+        try:
+            pool = self._executor()
+            for _ in range(self.processes):
+                pool.submit(int)
+        except (MetastoreError, BrokenProcessPool, RuntimeError) as exc:  # closed meanwhile
+            log.debug("load workers not started: %s", exc)
+
     def pids(self) -> list[int]:
-        """The worker processes' ids (for measurements)."""
+        """The worker processes' ids (for measurements), once :meth:`start` has started them."""
+        if self._starting is not None:
+            self._starting.join(30)
         with self._lock:
             pool = self._pool
         return list(getattr(pool, "_processes", None) or {})

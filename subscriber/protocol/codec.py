@@ -9,7 +9,8 @@ Format
   message header), the bytes of nothing else. Binary was chosen by measurement
   (``bench/codec_bench.py``): thriftpy2 accelerates it in Cython, while its
   compact protocol is pure Python and several times slower both ways.
-* **pack / unpack**: one flag byte, then the payload::
+* **pack / unpack**: one flag byte, then the payload (:func:`frame` frames bytes
+  encoded already)::
 
       0x00 | encode(obj)                 raw
       0x01 | zlib(level 1, encode(obj))  when encode(obj) exceeds the threshold
@@ -72,6 +73,7 @@ __all__ = [
     "decode_object",
     "encode",
     "encode_object",
+    "frame",
     "pack",
     "unpack",
     "validate",
@@ -144,7 +146,11 @@ def pack(obj: Any, *, compress_threshold: int = COMPRESS_THRESHOLD, check: bool 
 
     :raises InvalidRequestError: as :func:`encode`.
     """
-    data = encode(obj, check=check)
+    return frame(encode(obj, check=check), compress_threshold=compress_threshold)
+
+
+def frame(data: bytes, *, compress_threshold: int = COMPRESS_THRESHOLD) -> bytes:
+    """:func:`pack` of a struct already encoded (``data``, as :func:`encode` writes it)."""
     if len(data) > compress_threshold:
         return bytes((FLAG_ZLIB,)) + zlib.compress(data, 1)
     return bytes((FLAG_RAW,)) + data

@@ -32,6 +32,7 @@ messages with a ``TSnapshotChunk`` each, then one with a ``TSnapshotEnd``
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from typing import Any
 
@@ -100,24 +101,23 @@ def entries_from_thrift(items: Any) -> tuple[Entry, ...]:
 
 def delta_messages(service_id: str, delta: Delta) -> list[tuple[bytes, bytes]]:
     """The ``(topic, body)`` messages that publish ``delta``: parts, then the commit."""
-    by_db: dict[str, list[object]] = {}
+    by_db: dict[str, list[Entry]] = {}
     for entry in delta.entries:
-        by_db.setdefault(database_of(entry.key), []).append(entry_to_thrift(entry))
+        by_db.setdefault(database_of(entry.key), []).append(entry)
     counts = {db: len(items) for db, items in by_db.items()}
     last = next(reversed(by_db)) if by_db else None
     messages = [
         (
             delta_topic(db),
-            codec.pack(
-                svc.TDelta(
-                    service_id=service_id,
-                    from_version=delta.from_version,
-                    to_version=delta.to_version,
-                    entries=items,
+            codec.frame(
+                encode_delta(
+                    service_id,
+                    delta.from_version,
+                    delta.to_version,
+                    items,
                     database=db,
                     counts=counts if db == last else None,
-                ),
-                check=False,  # entries were validated when they entered the catalog
+                )
             ),
         )
         for db, items in by_db.items()
@@ -130,6 +130,64 @@ def delta_messages(service_id: str, delta: Delta) -> list[tuple[bytes, bytes]]:
     )
     messages.append((TOPIC_COMMIT, codec.pack(commit)))
     return messages
+
+
+# Thrift binary protocol pieces of TDelta and TCatalogEntry (CatalogService.thrift):
+# a field is its type byte, its id (i16), its value; a struct ends with a 0 byte.
+_STRING, _I32, _I64, _BOOL, _STRUCT, _MAP, _LIST = 11, 8, 10, 2, 12, 13, 15
+_LENGTH = struct.Struct(">i")
+_ENTRY_KEY = struct.Struct(">bhi")  # field 1 (key): header, length (the key follows)
+_ENTRY_LIVE = struct.Struct(">bhqbhi")  # field 2 (version), field 3 (object): header, length
+_ENTRY_REMOVED = struct.Struct(">bhqbhbb")  # field 2 (version), field 4 (removed) = true, stop
+_DELTA_HEAD = struct.Struct(">bhqbhqbhbi")  # fields 2, 3 (versions), 4 (entries): list header
+
+
+def encode_delta(
+    service_id: str,
+    from_version: int,
+    to_version: int,
+    entries: Iterable[Entry],
+    *,
+    database: str | None = None,
+    counts: dict[str, int] | None = None,
+) -> bytes:
+    """A ``TDelta`` in the binary protocol, byte for byte what :func:`codec.encode` writes
+    for the same struct (``tests/unit/test_wire.py`` checks it), built here because a
+    large table's load publishes ~100,000 entries at once from the server thread:
+    making their Thrift structs and encoding them took 0.55 s there, this ~0.1 s.
+    Values are not checked (entries were checked when they entered the catalog)."""
+    parts: list[bytes] = [_string_field(1, service_id)]
+    items = list(entries)
+    parts.append(
+        _DELTA_HEAD.pack(_I64, 2, from_version, _I64, 3, to_version, _LIST, 4, _STRUCT, len(items))
+    )
+    add = parts.append
+    key_head, live, removed = _ENTRY_KEY.pack, _ENTRY_LIVE.pack, _ENTRY_REMOVED.pack
+    for entry in items:
+        key = entry.key.encode()
+        add(key_head(_STRING, 1, len(key)))
+        add(key)
+        payload = entry.payload
+        if payload is None:
+            add(removed(_I64, 2, entry.version, _BOOL, 4, 1, 0))
+        else:
+            add(live(_I64, 2, entry.version, _STRING, 3, len(payload)))
+            add(payload)
+            add(b"\0")
+    if database is not None:
+        add(_string_field(5, database))
+    if counts is not None:
+        add(_ENTRY_KEY.pack(_MAP, 6, 0)[:3] + bytes((_STRING, _I32)) + _LENGTH.pack(len(counts)))
+        for name, count in counts.items():
+            encoded = name.encode()
+            add(_LENGTH.pack(len(encoded)) + encoded + _LENGTH.pack(count))
+    add(b"\0")
+    return b"".join(parts)
+
+
+def _string_field(fid: int, value: str) -> bytes:
+    encoded = value.encode()
+    return _ENTRY_KEY.pack(_STRING, fid, len(encoded)) + encoded
 
 
 def heartbeat_message(

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import idl
-from subscriber.protocol import codec
+from subscriber.protocol import codec, wire
+from subscriber.protocol.delta import Entry
 from subscriber.protocol.errors import InvalidRequestError, ProtocolError
 
 CO = idl.catalog_objects
@@ -509,6 +510,41 @@ def test_deltas_round_trip(
     for message in (delta, commit):
         framed = codec.pack(message, compress_threshold=threshold)
         assert codec.unpack(type(message), framed) == message
+
+
+@FAST
+@given(
+    service=TEXT,
+    versions=st.tuples(I64, I64),
+    entries=st.lists(
+        st.tuples(TEXT, I64, st.one_of(st.none(), st.binary(max_size=64))), max_size=12
+    ),
+    database=st.one_of(st.none(), TEXT),
+    counts=st.one_of(st.none(), st.dictionaries(TEXT, I32, max_size=5)),
+)
+def test_hand_encoded_deltas_are_what_thrift_writes(
+    service: str,
+    versions: tuple[int, int],
+    entries: list[tuple[str, int, bytes | None]],
+    database: str | None,
+    counts: dict | None,
+) -> None:
+    # wire.encode_delta writes TDelta by hand (the server thread's hot path): it must be
+    # byte for byte thriftpy2's encoding of the same struct, and decode to it.
+    items = [Entry(key, version, payload) for key, version, payload in entries]
+    message = CS.TDelta(
+        service_id=service,
+        from_version=versions[0],
+        to_version=versions[1],
+        entries=[wire.entry_to_thrift(e) for e in items],
+        database=database,
+        counts=counts,
+    )
+    encoded = wire.encode_delta(
+        service, versions[0], versions[1], items, database=database, counts=counts
+    )
+    assert encoded == codec.encode(message)
+    assert codec.decode(CS.TDelta, encoded) == message
 
 
 @FAST
