@@ -243,6 +243,7 @@ def run(args: argparse.Namespace) -> list[Result]:
                     large_poll = thrift_pass(thrift_ops)
                 finally:
                     thrift_ops.close()
+                    del thrift_ops  # it holds the large catalog's server too
     results += [
         Result(
             "SQL source: partitions/s to published (large)",
@@ -293,6 +294,9 @@ def run(args: argparse.Namespace) -> list[Result]:
             else "never idle: something kept writing to the database server",
         ),
     ]
+    # The large catalog (~1 GB) is garbage from here: left referenced, it stayed alive
+    # through the first medium load, whose collections walked it.
+    del ops
     gc.collect()
 
     results += ensure(medium, args, tables=args.tables, per_table=args.per_table, big=args.big)
@@ -311,6 +315,8 @@ def run(args: argparse.Namespace) -> list[Result]:
             print(" (warm-up, untimed)" if run == 0 else "")
             if run:
                 sql_runs.append(sql_s)
+        del ops  # each load starts with the previous one's catalog freed
+        gc.collect()
     with EmbeddedMetastore(
         args.data_dir / "hms-medium", backend=PostgresBackend(database=medium), fast_start=False
     ) as hms:
