@@ -37,6 +37,29 @@ def built_partitions(database: str) -> int | None:
         return None
 
 
+def prewarm(database: str) -> float:
+    """Read every table and index of ``database`` into the operating system's page cache
+    (``pg_prewarm``, or a scan of each table where that extension is missing); returns
+    the seconds it took. A metastore in use has its tables cached; here, minutes idle
+    let the kernel reclaim them (measured: the same 1M-partition load took 43.5 s right
+    after a run and 54.0 s after a few idle minutes)."""
+    started = time.monotonic()
+    with psycopg.connect(ADMIN.replace("dbname=postgres", f"dbname={database}")) as conn:
+        ours = b"c.relnamespace = 'public'::regnamespace"
+        try:
+            conn.execute(b"CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            conn.execute(
+                b"SELECT pg_prewarm(c.oid::regclass, 'read') FROM pg_class c "
+                b"WHERE c.relkind IN ('r', 'i') AND " + ours
+            )
+        except psycopg.Error:
+            conn.rollback()
+            query = b"SELECT quote_ident(c.relname) FROM pg_class c WHERE c.relkind = 'r' AND "
+            for (table,) in conn.execute(query + ours).fetchall():
+                conn.execute(f"SELECT count(*) FROM {table}".encode())
+    return time.monotonic() - started
+
+
 def build(
     database: str,
     *,

@@ -30,8 +30,8 @@ the server thread keeps its core.
   call starts a new pool.
 * **Lifetime**: workers are never forked from the daemon (it has threads and
   ZeroMQ sockets): they come from multiprocessing's *fork server*, a clean
-  process started once per daemon that imports the main module
-  (:mod:`catalogd.freshness.forkserver_main`) and :data:`PRELOAD` before forking
+  process started once per daemon that imports :data:`PRELOAD` (not the
+  daemon's main script: :mod:`catalogd.freshness.forkserver_main`) before forking
   each worker. Spawning instead imported all of it in every worker (measured:
   ~0.85 s of CPU each, 17% of a medium load's worker time).
   :meth:`LoadWorkers.start` starts them in a thread, so the daemon publishes names
@@ -40,7 +40,8 @@ the server thread keeps its core.
   stops them.
 * **Memory**: one table's payloads at a time per worker, pickled once across.
 
-``source_factory`` must be picklable (``functools.partial(SqlSource, url)``).
+``source_factory`` must be picklable, and defined outside the main script
+(``functools.partial(SqlSource, url)``).
 """
 
 from __future__ import annotations
@@ -86,8 +87,7 @@ BATCH_PARTITIONS = 5_000
 # Imported once by the fork server, before it forks workers: what a worker runs
 # (modules that are not installed are skipped).
 PRELOAD = [
-    "__main__",
-    "catalogd.freshness.forkserver_main",  # what "__main__" should do (see that module)
+    "catalogd.freshness.forkserver_main",  # no worker runs the main script (see there)
     "catalogd.freshness.load_workers",
     "catalogd.metastore.sql",
     "sqlalchemy.dialects.postgresql.psycopg",

@@ -168,7 +168,11 @@ def parse_i64(text: str | None) -> int | None:
     Thrift's ``i64``; None for anything else. Parameters and partition values are
     anyone's text: ``int()`` would take ``" 1_0"`` and ``"²"`` raises, and a value
     beyond ``i64`` would make the whole object unencodable."""
-    if text is None or not _INTEGER.fullmatch(text):
+    if text is None:
+        return None
+    if len(text) < 19 and text.isascii() and text.isdigit():  # the usual case, fits i64
+        return int(text)
+    if not _INTEGER.fullmatch(text):
         return None
     value = int(text)
     return value if I64_MIN <= value <= I64_MAX else None

@@ -81,7 +81,8 @@ def slim(
     if sd is not None:
         kept.sd = kept_sd = _copy(sd)
         if table_sd is not None:
-            # The struct dicts directly, and _same's common answers inline: this loop runs
+            # The struct dicts directly, and _same's common answers inline (scalars, and
+            # empty lists and maps, which every partition has its own of): this loop runs
             # 12 times per partition of a load.
             fields, table_fields, kept_fields = sd.__dict__, table_sd.__dict__, kept_sd.__dict__
             for fid, name in _SD_SPEC:
@@ -91,7 +92,7 @@ def slim(
                 table_value = table_fields.get(name)
                 if value is table_value or (
                     value == table_value
-                    if memo is None or type(value) in _SCALARS
+                    if memo is None or not value or type(value) in _SCALARS
                     else _same(value, table_value, memo)
                 ):
                     kept_fields[name] = None
