@@ -14,9 +14,11 @@ the server thread keeps its core.
   files are listed (``catalogd.files``) load in the daemon (the listing is I/O in
   threads, and the watcher's state lives there).
 * **One large table** (more than ``split_above`` partitions, SQL source) is read
-  by every worker at once: one reads the header and the ``PART_ID`` ranges
-  (:meth:`~catalogd.metastore.sql.SqlSource.partition_ranges`), then each range is
-  a task of its own; the caller merges the payloads, so the commit is still one.
+  by every worker at once: the caller asks for the ``PART_ID`` ranges
+  (:meth:`~catalogd.metastore.sql.SqlSource.partition_ranges`, two queries in its
+  own process, while the workers may still be starting) and submits the header and
+  each range as tasks of their own; the caller merges the payloads, so the commit
+  is still one.
 * **Many small tables** of one database are read together
   (:meth:`LoadWorkers.tables_payloads`, SQL source): their headers, partition
   counts and partitions in one set of queries for up to ``batch_partitions``
@@ -157,14 +159,26 @@ def _table_payloads(
             shares = workers * -(-count // (workers * split_above))
             ranges = by_range(db, table, -(-count // shares))
     if len(ranges) > 1:
-        column_stats = loader.column_stats_of(source, table_struct)
-        key, header = convert.table_object(table_struct, column_stats)
-        objects = {key: header}
+        objects = _header_objects(source, table_struct)
     else:
         ranges = []
         objects, _ = loader.load_table_objects(source, table_struct)
     caching.apply_marks(objects, marks)
     return convert.encode_all(objects), ranges
+
+
+def _header_objects(source: Any, table_struct: Any) -> dict[str, Any]:
+    key, header = convert.table_object(table_struct, loader.column_stats_of(source, table_struct))
+    return {key: header}
+
+
+def _header_payloads(db: str, table: str, marks: Marks) -> dict[str, bytes]:
+    """In a worker: a table's header object alone, encoded (its partitions are read
+    by :func:`_range_payloads`)."""
+    source = _worker_source()
+    objects = _header_objects(source, loader.hms_table(source, db, table))
+    caching.apply_marks(objects, marks)
+    return convert.encode_all(objects)
 
 
 def _range_payloads(
@@ -236,7 +250,8 @@ RANGE, TABLE, BATCH = 0, 1, 2
 class _Feed:
     """Hands a process pool at most ``slots`` tasks at a time, the most urgent first
     (a ``ProcessPoolExecutor`` runs what it is given in submission order), and no
-    ``BATCH`` task while a ``TABLE`` task runs."""
+    ``BATCH`` task while a ``TABLE`` task is queued, runs, or has not had its ranges
+    submitted (:meth:`table_done`); nothing while :meth:`hold` lasts."""
 
     def __init__(self, slots: int) -> None:
         self._slots = slots
@@ -244,7 +259,21 @@ class _Feed:
         self._queue: list[tuple[int, int, ProcessPoolExecutor, Callable[..., Any], Any, Any]] = []
         self._seq = itertools.count()
         self._running = 0
-        self._tables = 0  # TABLE tasks running
+        self._tables = 0  # TABLE tasks submitted and not yet table_done()
+        self._held = False
+
+    def hold(self) -> None:
+        """Keep what is submitted queued until :meth:`release`: while the workers start,
+        every table's first task arrives, and the most urgent then goes first (handed
+        over at once, the first few small-table batches took the workers before the
+        large table's task had arrived, and its commit came last)."""
+        with self._lock:
+            self._held = True
+
+    def release(self) -> None:
+        with self._lock:
+            self._held = False
+        self._feed()
 
     def submit(
         self, pool: ProcessPoolExecutor, priority: int, task: Callable[..., T], *args: Any
@@ -252,34 +281,39 @@ class _Feed:
         outer: Future[T] = Future()
         with self._lock:
             heapq.heappush(self._queue, (priority, next(self._seq), pool, task, args, outer))
+            self._tables += priority == TABLE
         self._feed()
         return outer
+
+    def table_done(self) -> None:
+        """A ``TABLE`` task's caller has submitted the ranges it named (or failed): batches
+        may go. Called once per ``TABLE`` submission."""
+        with self._lock:
+            self._tables -= 1
+        self._feed()
 
     def _feed(self) -> None:
         while True:
             with self._lock:
-                if self._running >= self._slots or not self._queue:
+                if self._held or self._running >= self._slots or not self._queue:
                     return
                 if self._queue[0][0] == BATCH and self._tables:
                     return
                 priority, _, pool, task, args, outer = heapq.heappop(self._queue)
                 self._running += 1
-                self._tables += priority == TABLE
             try:
                 inner = pool.submit(_without_cycle_collection, task, *args)
             except (BrokenProcessPool, RuntimeError) as exc:  # broken, or shut down
                 with self._lock:
                     self._running -= 1
-                    self._tables -= priority == TABLE
                 closed = MetastoreError("the load workers are closed")
                 outer.set_exception(exc if isinstance(exc, BrokenProcessPool) else closed)
                 continue
-            inner.add_done_callback(functools.partial(self._finished, priority, outer))
+            inner.add_done_callback(functools.partial(self._finished, outer))
 
-    def _finished(self, priority: int, outer: Future[Any], inner: Future[Any]) -> None:
+    def _finished(self, outer: Future[Any], inner: Future[Any]) -> None:
         with self._lock:
             self._running -= 1
-            self._tables -= priority == TABLE
         if inner.cancelled():
             outer.set_exception(MetastoreError("the load workers are closed"))
         elif inner.exception() is not None:
@@ -327,6 +361,9 @@ class LoadWorkers:
         self._feed = _Feed(processes)
         self._closed = False
         self._starting: threading.Thread | None = None
+        self._spawned = threading.Event()  # start() has forked the workers
+        self._local = threading.local()
+        self._own_sources: list[loader.MetastoreSource] = []
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -351,18 +388,66 @@ class LoadWorkers:
         """
         pool = self._executor()
         marks = dict(marks or {})
-        try:
-            payloads, ranges = self._feed.submit(
-                pool, TABLE, _table_payloads, db, table, marks, self.split_above, self.processes
-            ).result()
-            parts = [
+        ranges = self._ranges(db, table)
+        if ranges:
+            # Split here: every range can start at once (a worker's first task would
+            # have found the same ranges, while the other worker waited).
+            tasks = [self._feed.submit(pool, RANGE, _header_payloads, db, table, marks)]
+            tasks += [
                 self._feed.submit(pool, RANGE, _range_payloads, db, table, marks, r) for r in ranges
             ]
+            try:
+                payloads = tasks[0].result()
+                for future in tasks[1:]:
+                    payloads.update(future.result())
+                return payloads
+            except BrokenProcessPool as exc:
+                raise self._broken(pool, f"{db}.{table}", exc) from exc
+        try:
+            try:
+                payloads, ranges = self._feed.submit(
+                    pool, TABLE, _table_payloads, db, table, marks, self.split_above, self.processes
+                ).result()
+                parts = [
+                    self._feed.submit(pool, RANGE, _range_payloads, db, table, marks, r)
+                    for r in ranges
+                ]
+            finally:
+                self._feed.table_done()
             for future in parts:
                 payloads.update(future.result())
             return payloads
         except BrokenProcessPool as exc:
             raise self._broken(pool, f"{db}.{table}", exc) from exc
+
+    def _ranges(self, db: str, table: str) -> list[tuple[int, int | None]]:
+        """The ``PART_ID`` ranges to read ``db.table`` in (see :func:`_table_payloads`),
+        asked in this process (two queries); none when it is not that large, or when
+        the source cannot tell (the worker's first task then decides, and raises)."""
+        source = self._own_source()
+        by_range = getattr(source, "partition_ranges", None)
+        counts = getattr(source, "partition_counts", None)
+        if by_range is None or counts is None:
+            return []
+        try:
+            count = counts(db, [table]).get(table.lower(), 0)  # 0 for views, unpartitioned
+            if count <= self.split_above:
+                return []
+            shares = self.processes * -(-count // (self.processes * self.split_above))
+            ranges: list[tuple[int, int | None]] = by_range(db, table, -(-count // shares))
+        except CatalogError as exc:
+            log.debug("no ranges for %s.%s here (%s): a worker decides", db, table, exc)
+            return []
+        return ranges if len(ranges) > 1 else []
+
+    def _own_source(self) -> Any:
+        """This thread's source in the calling process, for the queries that plan tasks."""
+        source = getattr(self._local, "source", None)
+        if source is None:
+            source = self._local.source = self._factory()
+            with self._lock:
+                self._own_sources.append(source)
+        return source
 
     def tables_payloads(
         self, db: str, tables: Sequence[str], marks: dict[str, Marks] | None = None
@@ -409,7 +494,9 @@ class LoadWorkers:
 
     def start(self) -> LoadWorkers:
         """Start the workers in the background and return at once: the fork server
-        imports catalogd (~0.7 s of CPU) and forks them while the caller loads names."""
+        imports catalogd (~0.7 s of CPU) and forks them while the caller loads names.
+        Tasks submitted meanwhile wait, and go by priority once the workers are up."""
+        self._feed.hold()
         self._starting = threading.Thread(
             target=self._warm, name="catalogd-load-workers-start", daemon=True
         )
@@ -419,15 +506,20 @@ class LoadWorkers:
     def _warm(self) -> None:
         try:
             pool = self._executor()
-            for _ in range(self.processes):
-                pool.submit(int)
-        except (MetastoreError, BrokenProcessPool, RuntimeError) as exc:  # closed meanwhile
+            started = [pool.submit(int) for _ in range(self.processes)]
+            self._spawned.set()
+            for future in started:
+                future.result(timeout=120)
+        except Exception as exc:  # noqa: BLE001 - closed meanwhile, or broken: tasks will say
             log.debug("load workers not started: %s", exc)
+        finally:
+            self._spawned.set()
+            self._feed.release()
 
     def pids(self) -> list[int]:
         """The worker processes' ids (for measurements), once :meth:`start` has started them."""
         if self._starting is not None:
-            self._starting.join(30)
+            self._spawned.wait(30)
         with self._lock:
             pool = self._pool
         return list(getattr(pool, "_processes", None) or {})
@@ -438,6 +530,9 @@ class LoadWorkers:
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
+            sources, self._own_sources = self._own_sources, []
+        for source in sources:
+            source.close()
         self._feed.cancel(MetastoreError("the load workers are closed"))
         if pool is None:
             return

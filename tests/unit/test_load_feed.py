@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -30,6 +31,8 @@ def test_queued_tasks_run_by_priority_then_in_order() -> None:
         assert started == []  # nothing beyond the slot reached the pool
         gate.set()
         assert first.result(timeout=30) is True
+        queued[1].result(timeout=30)
+        feed.table_done()  # the table named no ranges
         for future in queued:
             future.result(timeout=30)
     assert started == ["range-1", "range-2", "table", "batch-1", "batch-2"]
@@ -54,7 +57,7 @@ def test_errors_reach_the_caller_and_cancel_fails_what_is_queued() -> None:
     assert feed.submit(ThreadPoolExecutor(1), TABLE, int, "2").result(timeout=30) == 2
 
 
-def test_batches_wait_while_a_single_table_task_runs() -> None:
+def test_batches_wait_until_a_single_tables_ranges_are_submitted() -> None:
     feed = _Feed(2)
     started: list[str] = []
     gate = threading.Event()
@@ -64,5 +67,31 @@ def test_batches_wait_while_a_single_table_task_runs() -> None:
         assert started == []  # the table's first task may name ranges: they go first
         gate.set()
         header.result(timeout=30)
+        time.sleep(0.1)
+        assert started == []  # done, but its caller has not submitted the ranges yet
+        ranges = [feed.submit(pool, RANGE, started.append, f"range-{i}") for i in range(3)]
+        feed.table_done()
         batch.result(timeout=30)
-    assert started == ["batch"]
+        for future in ranges:
+            future.result(timeout=30)
+    assert started[-1] == "batch"
+
+
+def test_nothing_reaches_the_pool_while_held_then_the_most_urgent_first() -> None:
+    # While the workers start, every table's first task arrives: the large table's
+    # must go first even if small-table batches were submitted before it.
+    feed = _Feed(1)
+    started: list[str] = []
+    feed.hold()
+    with ThreadPoolExecutor(2) as pool:
+        queued = [
+            feed.submit(pool, priority, started.append, name)
+            for priority, name in ((BATCH, "batch"), (TABLE, "table"), (RANGE, "range"))
+        ]
+        assert started == []
+        feed.release()
+        queued[1].result(timeout=30)
+        feed.table_done()  # the table named no ranges
+        for future in queued:
+            future.result(timeout=30)
+    assert started == ["range", "table", "batch"]
