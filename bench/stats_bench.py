@@ -5,6 +5,7 @@
     .venv/bin/python bench/stats_bench.py [--partitions 1000 --files 10 --rows 10000000]
     .venv/bin/python bench/stats_bench.py --partitions 100 --files 10 --rows 1000000  # quick
     .venv/bin/python bench/stats_bench.py --skip-read  # the stats job only (5 rounds)
+    .venv/bin/python bench/stats_bench.py --skip-read --timestamps  # a TIMESTAMP column too
 
 One embedded HMS (Derby) and one ``local[*]`` Spark session, in this process:
 
@@ -18,7 +19,9 @@ One embedded HMS (Derby) and one ``local[*]`` Spark session, in this process:
   catalog objects catalogd would publish (``convert`` + ``FileMetadata.attach``),
   kept encoded and decoded per read as the real cache does. Local filesystem
   only: object-store listing costs are not measured here.
-* **stats job throughput** on a ``--rows`` table (Parquet, 4 partitions):
+* **stats job throughput** on a ``--rows`` table (Parquet, 4 partitions;
+  ``id name amount d``, plus ``ts TIMESTAMP`` with ``--timestamps``, whose
+  min/max the job aggregates over the rows, as ``ANALYZE`` does):
   ``catalogd stats compute`` (:func:`run_job`: HMS reads, file listing, the
   Spark aggregation, HMS writes) against Spark's own ``ANALYZE TABLE ... COMPUTE
   STATISTICS FOR ALL COLUMNS``, in the same Spark session, after one untimed
@@ -206,17 +209,23 @@ def measured(run: Any) -> tuple[float, float, Any]:
 
 
 def stats_job_vs_analyze(
-    spark: Any, client: MetastoreClient, rows: int, rounds: int
+    spark: Any, client: MetastoreClient, rows: int, rounds: int, *, timestamps: bool = False
 ) -> list[Result]:
-    """The stats job against Spark's ANALYZE on the same table, same session."""
+    """The stats job against Spark's ANALYZE on the same table, same session;
+    ``timestamps``: the table has a TIMESTAMP column too (microseconds apart,
+    before and after 1970, one in 50 null)."""
+    ts_col = ", ts TIMESTAMP" if timestamps else ""
+    ts_val = (
+        ", IF(id % 50 = 0, NULL, timestamp_micros((id - 5000000) * 1000003))" if timestamps else ""
+    )
     spark.sql(
-        f"CREATE TABLE {DB}.big (id BIGINT, name STRING, amount DOUBLE, d DATE) "
+        f"CREATE TABLE {DB}.big (id BIGINT, name STRING, amount DOUBLE, d DATE{ts_col}) "
         "PARTITIONED BY (p INT) STORED AS PARQUET"
     )
     spark.sql(
         f"INSERT INTO {DB}.big PARTITION (p) SELECT id, concat('n', CAST(id % 100000 AS "
         "STRING)), CAST(id AS DOUBLE) / 7, date_add(DATE'2020-01-01', CAST(id % 1000 AS "
-        f"INT)), CAST(id % 4 AS INT) FROM range({rows})"
+        f"INT)){ts_val}, CAST(id % 4 AS INT) FROM range({rows})"
     )
 
     def analyze() -> None:
@@ -226,7 +235,13 @@ def stats_job_vs_analyze(
         return run_job(spark, client, DB, "big")
 
     analyze()  # the same warm-up for both: JIT, page cache, HMS connection
+    theirs = client.get_table(DB, "big").parameters
     job()
+    ours = client.get_table(DB, "big").parameters
+    for key in ("min", "max", "nullCount") if timestamps else ():  # the same text
+        name = f"spark.sql.statistics.colStats.ts.{key}"
+        if ours.get(name) != theirs.get(name):
+            raise AssertionError(f"{name}: ANALYZE {theirs.get(name)!r}, job {ours.get(name)!r}")
     runs: dict[str, list[tuple[float, float]]] = {"analyze": [], "job": []}
     reports = []
     for i in range(rounds):
@@ -279,7 +294,10 @@ def stats_job_vs_analyze(
             "x",
             target=1.0,
             goal="min",
-            note=f"{rows} rows, {size / 1e6:.1f} MB Parquet, median of {rounds}; {cpu_note()}",
+            note=(
+                f"{rows} rows{' (with a timestamp column)' if timestamps else ''}, "
+                f"{size / 1e6:.1f} MB Parquet, median of {rounds}; {cpu_note()}"
+            ),
         ),
     ]
 
@@ -293,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stats-rounds", type=int, default=5, help="ANALYZE vs job rounds")
     parser.add_argument(
         "--skip-read", action="store_true", help="only the stats job (no read planning, memory)"
+    )
+    parser.add_argument(
+        "--timestamps", action="store_true", help="the stats job's table has a TIMESTAMP column"
     )
     parser.add_argument("--data-dir", type=Path, default=None, help="unused (no cache kept)")
     add_output_argument(parser)
@@ -309,7 +330,9 @@ def main(argv: list[str] | None = None) -> int:
             spark.sql(f"CREATE DATABASE {DB}")
             if not args.skip_read:
                 results += read_planning(spark, client, work, args)
-            results += stats_job_vs_analyze(spark, client, args.rows, args.stats_rounds)
+            results += stats_job_vs_analyze(
+                spark, client, args.rows, args.stats_rounds, timestamps=args.timestamps
+            )
             spark.stop()
     return finish("statistics and file metadata", results, args)
 

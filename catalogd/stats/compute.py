@@ -3,12 +3,12 @@
 One pass over the table's rows, grouped by the partition columns, yields per
 partition: the row count and, per data column, the non-null count, a
 HyperLogLog sketch of the values (``hll_sketch_agg``), min/max (orderable
-types), total and max length (strings, binaries) and true/false counts
-(booleans). Table-level figures are then folded from the (small)
-per-partition result: counts add up, min/max fold, and the sketches merge
-(``hll_union_agg`` over a window, in the same Spark job) — so a partitioned
-table costs one scan, where distinct counts with ``approx_count_distinct``
-would need a second one for the table level.
+types: numbers, decimals, dates, timestamps; booleans), total and max length
+(strings, binaries) and true/false counts (booleans). Table-level figures
+are then folded from the (small) per-partition result: counts add up, min/max
+fold, and the sketches merge (``hll_union_agg`` over a window, in the same
+Spark job) — so a partitioned table costs one scan, where distinct counts with
+``approx_count_distinct`` would need a second one for the table level.
 
 For Parquet files, :func:`plan` leaves the non-null counts and integer, date
 and decimal min/max out of the aggregation: :mod:`catalogd.stats.footers`
@@ -32,9 +32,17 @@ columns are exact).
 Distinct counts: DataSketches HLL with ``lgConfigK`` = :data:`LG_CONFIG_K` (12):
 relative standard error :data:`NDV_RSE` ≈ 1.6 % (Spark's own ``ANALYZE`` uses
 HLL++ with ``spark.sql.statistics.ndv.maxError`` = 5 %). Integers and longs
-are sketched as they are; every other type by its ``xxhash64`` (collisions are
-negligible at 64 bits; unlike the sketch's own string input, an empty string
-counts as a value, as it does for Spark's HLL++).
+are sketched as they are, timestamps as their microseconds since the epoch
+(``unix_micros``, the value their min/max are aggregated over too); every other
+type by its ``xxhash64`` (collisions are negligible at 64 bits; unlike the
+sketch's own string input, an empty string counts as a value, as it does for
+Spark's HLL++).
+
+Timestamps reach Python only as those microseconds (an ``int``), never as
+``datetime``: PySpark would convert them in the Python process's local time
+zone, and years outside 1-9999 (which Spark's timestamps can hold) do not fit
+a ``datetime``. :mod:`catalogd.stats.publish` writes them as Spark's ``ANALYZE``
+does.
 
 File counts and bytes come from listing each partition directory through
 Hadoop's ``FileSystem`` (:mod:`catalogd.files.spark_listing`: any scheme Spark
@@ -58,12 +66,13 @@ NULL_PARTITION_VALUE = "__HIVE_DEFAULT_PARTITION__"
 
 _INTEGRAL = ("ByteType", "ShortType", "IntegerType", "LongType")
 _FRACTIONAL = ("FloatType", "DoubleType")
-_ORDERABLE = (*_INTEGRAL, *_FRACTIONAL, "DecimalType", "DateType")
-_SKETCHED_AS_IS = ("IntegerType", "LongType")
+_ORDERABLE = (*_INTEGRAL, *_FRACTIONAL, "DecimalType", "DateType", "TimestampType")
+# Sketched (and min/max'ed) as a long: the value itself, or what _value_sql makes of it.
+_SKETCHED_AS_IS = ("IntegerType", "LongType", "TimestampType")
 _LENGTHS = ("StringType", "BinaryType")
 # Whose min/max the footers may give (decimals too, when stored as integers).
 _FOOTER_BOUNDS = ("ByteType", "ShortType", "IntegerType", "LongType", "DateType")
-_SUPPORTED = (*_ORDERABLE, "BooleanType", "StringType", "BinaryType", "TimestampType")
+_SUPPORTED = (*_ORDERABLE, "BooleanType", "StringType", "BinaryType")
 
 
 @dataclass(frozen=True)
@@ -71,8 +80,10 @@ class ColumnResult:
     """One column's statistics over a table or a partition.
 
     ``kind`` is the Spark type name (``LongType``...). ``low``/``high`` are
-    Python values (None for unorderable types or all-null columns); lengths
-    are in characters (strings) or bytes (binaries), None for other types.
+    Python values (None for unorderable types or all-null columns), for
+    timestamps the microseconds since 1970-01-01 00:00:00 UTC (an ``int``);
+    lengths are in characters (strings) or bytes (binaries), None for other
+    types.
     """
 
     name: str
@@ -146,16 +157,24 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _value_sql(kind: str, col: str) -> str:
+    """The value min/max and the sketch read: timestamps as their microseconds
+    since the epoch (a long: the same order, one value per instant, and no
+    time zone on the way to Python), anything else as it is."""
+    return f"unix_micros({col})" if kind == "TimestampType" else col
+
+
 def _inputs(name: str, kind: str, deferred: Wanted | None = None) -> list[str]:
     """What the narrow (code-generated) projection hands the aggregation for one
-    data column (SQL): the value where min/max, true/false counts or the sketch
-    read it as is, its ``xxhash64`` where it is sketched by hash, its length for
-    strings and binaries. ``deferred``: the figures the footers give instead (the
-    non-null count, and min/max when ``deferred.bounds``)."""
+    data column (SQL): the value (:func:`_value_sql`) where min/max, true/false
+    counts or the sketch read it as is, its ``xxhash64`` where it is sketched by
+    hash, its length for strings and binaries. ``deferred``: the figures the
+    footers give instead (the non-null count, and min/max when
+    ``deferred.bounds``)."""
     col, p = _quote(name), _prefix(name)
     out = []
     if _needs_value(kind, deferred):
-        out.append(f"{col} AS {p}v")
+        out.append(f"{_value_sql(kind, col)} AS {p}v")
     if kind not in _SKETCHED_AS_IS and kind != "BooleanType":
         out.append(f"CASE WHEN {col} IS NOT NULL THEN xxhash64({col}) END AS {p}h")
     if kind in _LENGTHS:
@@ -330,6 +349,7 @@ def scan(plan: Plan) -> list[dict[str, Any]]:
     over the (small) grouped result for the table level.
     """
     keys = [f"k{i}" for i in range(len(plan.partition_columns))]
+    stamps = {i for i, _, kind in plan.key_cols if kind == "TimestampType"}
     inputs = [f"{_quote(k)} AS k{i}" for i, k in enumerate(plan.partition_columns)]
     aggs = [("count(1)", "rows")]
     for name, kind in plan.data:
@@ -342,7 +362,9 @@ def scan(plan: Plan) -> list[dict[str, Any]]:
     if keys:
         grouped += f" GROUP BY {', '.join(keys)}"
     sketches = [a for _, a in aggs if a.endswith("_hll")]
-    outer = [*keys, *(a for _, a in aggs if not a.endswith("_hll"))]
+    # Timestamp keys reach Python as microseconds, as data columns' min/max do.
+    outer = [f"unix_micros({k}) AS {k}" if i in stamps else k for i, k in enumerate(keys)]
+    outer += [a for _, a in aggs if not a.endswith("_hll")]
     outer += [f"CAST({k} AS STRING) AS s{i}" for i, k in enumerate(keys)]
     outer += [f"hll_sketch_estimate({s}) AS {s}" for s in sketches]
     outer += [f"hll_sketch_estimate(hll_union_agg({s}) OVER ()) AS {s}_all" for s in sketches]

@@ -18,8 +18,18 @@ Per table and per partition, three things are written:
   (``HiveExternalCatalog.statsFromProperties``) for ``DESCRIBE EXTENDED t col``
   and the optimizer's ``EXPLAIN COST``; it never reads HMS column statistics.
 
-Timestamps get no HMS column statistics (HMS 2.3 has no type for them) and no
-min/max anywhere; every other supported type gets everything its type allows.
+Timestamps get no HMS column statistics (HMS 2.3's ``ColumnStatisticsData``
+has no timestamp type, and they are left out of ``COLUMN_STATS_ACCURATE``), but
+Spark's keys in full: ``nullCount``, ``distinctCount``, ``avgLen``/``maxLen``
+(8) and ``min``/``max`` as Spark's ``ANALYZE`` writes them
+(``CatalogColumnStat.toExternalString``): ``yyyy-MM-dd HH:mm:ss.SSSSSS`` in
+UTC whatever the session's time zone, always six fraction digits, proleptic
+Gregorian, years before 0 with ``-`` and after 9999 with ``+`` (java.time's
+``uuuu``), e.g. ``1969-12-31 23:59:59.999999``, ``+10000-01-01
+00:00:00.000000``; none when every value is null. catalogd publishes them from
+those keys (``TColumnStats.low_value``/``high_value`` as that text, as for a
+table only Spark's ``ANALYZE`` saw). Every other supported type gets everything
+its type allows.
 """
 
 from __future__ import annotations
@@ -60,6 +70,9 @@ _SPARK_SIZES = {
     "BinaryType": 100,
 }
 _EPOCH = dt.date(1970, 1, 1)
+_MICROS_PER_DAY = 86_400_000_000
+_DAYS_PER_400_YEARS = 146_097  # the proleptic Gregorian calendar repeats every 400 years
+_EPOCH_ORDINAL = _EPOCH.toordinal()
 
 
 def _spark_text(value: Any) -> str:
@@ -75,6 +88,26 @@ def _spark_text(value: Any) -> str:
     if isinstance(value, dt.date):
         return value.isoformat()
     return str(value)
+
+
+def timestamp_text(micros: int) -> str:
+    """A timestamp (microseconds since 1970-01-01 00:00:00 UTC) as Spark's
+    ``ANALYZE`` writes its min/max: ``yyyy-MM-dd HH:mm:ss.SSSSSS`` in UTC,
+    proleptic Gregorian, for any year a long of microseconds reaches (java.time
+    prints years past 9999 with ``+``, before 0 with ``-``, at least 4 digits)."""
+    days, rest = divmod(micros, _MICROS_PER_DAY)
+    # Shift by whole 400-year cycles into the years datetime.date knows (1-400).
+    cycles, ordinal = divmod(days + _EPOCH_ORDINAL - 1, _DAYS_PER_400_YEARS)
+    date = dt.date.fromordinal(ordinal + 1)
+    year = date.year + 400 * cycles
+    seconds, fraction = divmod(rest, 1_000_000)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    sign = "+" if year > 9999 else "-" if year < 0 else ""
+    return (
+        f"{sign}{abs(year):04d}-{date.month:02d}-{date.day:02d} "
+        f"{hour:02d}:{minute:02d}:{second:02d}.{fraction:06d}"
+    )
 
 
 def _spark_size(col: ColumnResult, decimal_bytes: int) -> int:
@@ -100,11 +133,11 @@ def spark_column_properties(col: ColumnResult, *, decimal_bytes: int = 8) -> dic
         size = str(_spark_size(col, decimal_bytes))
         props[p + "avgLen"] = size
         props[p + "maxLen"] = size
-    if col.kind != "TimestampType":
-        if col.low is not None:
-            props[p + "min"] = _spark_text(col.low)
-        if col.high is not None:
-            props[p + "max"] = _spark_text(col.high)
+    text = timestamp_text if col.kind == "TimestampType" else _spark_text
+    if col.low is not None:
+        props[p + "min"] = text(col.low)
+    if col.high is not None:
+        props[p + "max"] = text(col.high)
     return props
 
 
@@ -278,7 +311,7 @@ def write(
     if table is None:
         table = client.get_table(db, name)
     types = {f.name.lower(): f.type for f in table.sd.cols or []}
-    stats_cols = [
+    stats_cols = [  # the columns HMS gets statistics for (no timestamps: no type for them)
         c.lower()
         for c, col in result.table_level.columns.items()
         if col.kind != "TimestampType" and c.lower() in types

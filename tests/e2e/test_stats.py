@@ -2,9 +2,11 @@
 
 Two tables with the same rows: Spark's own ``ANALYZE TABLE ... FOR ALL COLUMNS``
 on one, ``catalogd stats compute`` (:func:`run_job`) on the other. Exact counts
-must be equal, distinct counts within the job's stated error; Spark must then
-show the job's figures (``DESCRIBE EXTENDED t col``, ``EXPLAIN COST``) and a
-subscriber must see them at the version the refresh printed.
+and min/max (timestamps too, byte for byte: the job runs in another session
+time zone than ``ANALYZE``) must be equal, distinct counts within the job's
+stated error; Spark must then show the job's figures (``DESCRIBE EXTENDED t
+col``, ``EXPLAIN COST``) and a subscriber must see them at the version the
+refresh printed.
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ from subscriber.stats import partition_stats, table_stats
 
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(600)]
 
-COLUMNS = ["id", "name", "amount", "flag", "d", "dec"]
+COLUMNS = ["id", "name", "amount", "flag", "d", "dec"]  # with HMS column statistics
+# Spark's keys only (HMS 2.3 has no timestamp statistics). ts: before and after
+# 1970, with microseconds, all null in partition p=0; tn: all null.
+TIMESTAMPS = ["ts", "tn"]
+TS_MIN, TS_MAX = "1969-12-10 17:01:33.843751", "1970-01-22 06:58:26.156249"  # ids 1, 299
+JOB_TIME_ZONE = "America/Los_Angeles"  # ANALYZE runs in the session default (UTC here)
 SPARK = "spark.sql.statistics."
 
 
@@ -49,12 +56,15 @@ def stats_db(spark: Any) -> Iterator[str]:
         "SELECT id, IF(id % 7 = 0, NULL, concat('n', CAST(id % 50 AS STRING))) AS name, "
         "CAST(id AS DOUBLE) / 4 AS amount, id % 3 = 0 AS flag, "
         "date_add(DATE'2024-01-01', CAST(id % 30 AS INT)) AS d, "
-        "CAST(id / 8 AS DECIMAL(10,2)) AS dec, CAST(id % 3 AS STRING) AS p FROM range(300)"
+        "CAST(id / 8 AS DECIMAL(10,2)) AS dec, "
+        "IF(id % 3 = 0, NULL, timestamp_micros((id - 150) * 12345678901)) AS ts, "
+        "CAST(NULL AS TIMESTAMP) AS tn, CAST(id % 3 AS STRING) AS p FROM range(300)"
     )
     for name in ("ours", "theirs"):
         spark.sql(
             f"CREATE TABLE {db}.{name} (id BIGINT, name STRING, amount DOUBLE, flag BOOLEAN, "
-            "d DATE, dec DECIMAL(10,2)) PARTITIONED BY (p STRING) STORED AS PARQUET"
+            "d DATE, dec DECIMAL(10,2), ts TIMESTAMP, tn TIMESTAMP) "
+            "PARTITIONED BY (p STRING) STORED AS PARQUET"
         )
         spark.sql(f"INSERT INTO {db}.{name} PARTITION (p) {rows}")
     spark.sql(f"ANALYZE TABLE {db}.theirs COMPUTE STATISTICS FOR ALL COLUMNS")
@@ -64,8 +74,12 @@ def stats_db(spark: Any) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def job(spark: Any, hms: EmbeddedMetastore, stats_db: str) -> Any:
-    with MetastoreClient(hms.uri) as client:
-        report = run_job(spark, client, stats_db, "ours")
+    spark.conf.set("spark.sql.session.timeZone", JOB_TIME_ZONE)
+    try:
+        with MetastoreClient(hms.uri) as client:
+            report = run_job(spark, client, stats_db, "ours")
+    finally:
+        spark.conf.unset("spark.sql.session.timeZone")
     spark.catalog.refreshTable(f"{stats_db}.ours")
     return report
 
@@ -80,11 +94,14 @@ def test_job_equals_spark_analyze(hms: EmbeddedMetastore, stats_db: str, job: An
     assert ours[SPARK + "numRows"] == theirs[SPARK + "numRows"] == "300"
     assert ours["numRows"] == "300"
     assert ours["numFiles"] == str(job.result.table_level.files) != "0"
-    for col in COLUMNS:
+    for col in COLUMNS + TIMESTAMPS:
         p = f"{SPARK}colStats.{col}."
         for key in ("nullCount", "min", "max", "avgLen", "maxLen", "version"):
             assert ours.get(p + key) == theirs.get(p + key), (col, key)
         assert _ndv_close(int(ours[p + "distinctCount"]), int(theirs[p + "distinctCount"])), col
+    # ANALYZE's timestamp text: UTC whatever the session's zone, six fraction digits.
+    assert (ours[SPARK + "colStats.ts.min"], ours[SPARK + "colStats.ts.max"]) == (TS_MIN, TS_MAX)
+    assert SPARK + "colStats.tn.min" not in ours and ours[SPARK + "colStats.tn.nullCount"] == "300"
     accurate = json.loads(ours["COLUMN_STATS_ACCURATE"])
     assert accurate["BASIC_STATS"] == "true" and set(accurate["COLUMN_STATS"]) == set(COLUMNS)
 
@@ -93,12 +110,12 @@ def test_job_writes_hms_column_statistics(hms: EmbeddedMetastore, stats_db: str,
     import idl
 
     request = idl.hive_metastore.TableStatsRequest(
-        dbName=stats_db, tblName="ours", colNames=COLUMNS
+        dbName=stats_db, tblName="ours", colNames=COLUMNS + TIMESTAMPS
     )
     with MetastoreClient(hms.uri) as client:
         objs = {o.colName: o for o in client.call("get_table_statistics_req", request).tableStats}
         part = client.get_partitions_by_names(stats_db, "ours", ["p=0"])[0]
-    assert set(objs) == set(COLUMNS)
+    assert set(objs) == set(COLUMNS)  # none for timestamps: HMS 2.3 has no type for them
     assert objs["id"].statsData.longStats.numNulls == 0
     assert (objs["id"].statsData.longStats.lowValue, objs["id"].statsData.longStats.highValue) == (
         0,
@@ -114,6 +131,12 @@ def test_spark_shows_the_job_stats(spark: Any, stats_db: str, job: Any) -> None:
     info = {r[0]: r[1] for r in rows}
     assert info["min"] == "0" and info["max"] == "299" and info["num_nulls"] == "0"
     assert int(info["distinct_count"]) == job.result.table_level.columns["id"].distinct
+    # Spark parses the job's timestamp min/max as it parses ANALYZE's.
+    shown = [
+        {r[0]: r[1] for r in spark.sql(f"DESCRIBE EXTENDED {stats_db}.{t} ts").collect()}
+        for t in ("ours", "theirs")
+    ]
+    assert shown[0]["min"] == shown[1]["min"] and shown[0]["max"] == shown[1]["max"], shown
     # Spark shows row counts in plans only with CBO (or plan stats) on.
     spark.conf.set("spark.sql.cbo.enabled", "true")
     try:
@@ -154,6 +177,10 @@ def test_subscriber_sees_stats_at_the_refresh_version(
         assert stats.columns["id"].num_distinct == job.result.table_level.columns["id"].distinct
         assert (stats.columns["id"].low, stats.columns["id"].high) == (0, 299)
         assert stats.columns["name"].num_nulls == 43
+        # Timestamps: published from Spark's keys (HMS has none), as ANALYZE's text.
+        assert (stats.columns["ts"].low, stats.columns["ts"].high) == (TS_MIN, TS_MAX)
+        assert stats.columns["ts"].num_nulls == 100
+        assert (stats.columns["tn"].low, stats.columns["tn"].high) == (None, None)
         assert table.columns[0].col_stats.num_nulls == 0
         assert table.clustering_columns[0].col_stats.num_distinct_values == 3  # p
         parts = {p.partition_name: partition_stats(p) for p in sub.list_partitions(name)}

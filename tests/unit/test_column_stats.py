@@ -9,6 +9,7 @@ import pytest
 
 import idl
 from catalogd.metastore import column_stats, convert
+from catalogd.stats.publish import timestamp_text
 from subscriber.stats import partition_stats, table_stats
 
 hms = idl.hive_metastore
@@ -99,3 +100,21 @@ def test_partition_stats_read_basic_counts() -> None:
     )
     assert partition_stats(part).num_files == 3
     assert partition_stats(part).num_rows == 5
+
+
+@pytest.mark.parametrize(
+    ("micros", "text"),
+    [
+        # What Spark 4's ANALYZE wrote for these values (UTC, six fraction digits,
+        # proleptic Gregorian, java.time's signs for years beyond 4 digits).
+        (1_704_067_200_000_000, "2024-01-01 00:00:00.000000"),
+        (28_799_999_999, "1970-01-01 07:59:59.999999"),
+        (-62_135_596_800_000_001, "0000-12-31 23:59:59.999999"),
+        (-62_167_219_200_000_001, "-0001-12-31 23:59:59.999999"),
+        (253_402_300_800_000_000, "+10000-01-01 00:00:00.000000"),
+        (-(2**63), "-290308-12-21 19:59:05.224192"),
+        (2**63 - 1, "+294247-01-10 04:00:54.775807"),
+    ],
+)
+def test_timestamps_are_written_as_spark_analyze_writes_them(micros: int, text: str) -> None:
+    assert timestamp_text(micros) == text
