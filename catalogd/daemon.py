@@ -78,13 +78,26 @@ def serve(
         reload_config: re-reads the configuration on SIGHUP (None: reload off).
         demo: create a small demo warehouse in HMS first.
     """
-    security = Security.open(config)  # first: an exposed address without keys starts nothing
+    # Before anything starts a thread: the load workers are then forked from this
+    # process, which has imported all they run (LoadWorkers.start).
+    workers: LoadWorkers | None = None
+    if config.hms.db_url and config.loader.processes:
+        factory = functools.partial(SqlSource, config.hms.db_url)
+        workers = LoadWorkers(factory, config.loader.processes).start()
+    try:
+        security = Security.open(config)  # an exposed address without keys starts nothing
+    except BaseException:
+        if workers is not None:
+            workers.close()
+        raise
     signals = signals or Signals()
     signals.install()
     notifier = Notifier(environ)
     metrics = Metrics()
     config.data_dir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
+        if workers is not None:
+            stack.callback(workers.close)
         stack.callback(security.close)
         stack.callback(notifier.close)
         if config.metrics.bind:
@@ -147,11 +160,7 @@ def serve(
         )
         stack.callback(ops.close)
         stack.callback(ops.files.close)  # a Spark session, if listing started one
-        if config.hms.db_url and config.loader.processes:
-            ops.workers = LoadWorkers(
-                functools.partial(SqlSource, config.hms.db_url), config.loader.processes
-            ).start()
-            stack.callback(ops.workers.close)
+        ops.workers = workers
         # Read the event id before loading, so no event after it can be missed.
         start_event = _current_event_id(ops) if config.detector.mode != "off" else 0
         sql_poller = SqlPoller(ops) if config.hms.db_url else None

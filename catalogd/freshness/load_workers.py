@@ -30,16 +30,18 @@ the server thread keeps its core.
   ...) are raised in the caller as they are. A worker that dies (killed, out of
   memory) breaks the pool: the call raises :class:`MetastoreError` and the next
   call starts a new pool.
-* **Lifetime**: workers are never forked from the daemon (it has threads and
-  ZeroMQ sockets): they come from multiprocessing's *fork server*, a clean
-  process started once per daemon that imports :data:`PRELOAD` (not the
-  daemon's main script: :mod:`catalogd.freshness.forkserver_main`) before forking
-  each worker. Spawning instead imported all of it in every worker (measured:
-  ~0.85 s of CPU each, 17% of a medium load's worker time).
-  :meth:`LoadWorkers.start` starts them in a thread, so the daemon publishes names
-  meanwhile. Workers ask for SIGTERM when the fork server dies, which it does when
-  the daemon does (it watches a pipe from the daemon); :meth:`LoadWorkers.close`
-  stops them.
+* **Lifetime**: workers are forked from the daemon itself when
+  :meth:`LoadWorkers.start` is called first thing, from its main thread, with no
+  other thread running (they share what it imported: ready in ~30 ms). Otherwise,
+  and for every pool made later (after a worker died, when the daemon runs threads
+  and sockets), they come from multiprocessing's *fork server*, a clean process
+  started once per daemon that imports :data:`PRELOAD` (not the daemon's main
+  script: :mod:`catalogd.freshness.forkserver_main`) before forking each worker:
+  ~0.7 s of CPU before the first task, measured (spawning instead imported all of
+  it in every worker, ~0.85 s each). Workers reset the daemon's signal handlers and
+  ask for SIGTERM when the process (thread) that forked them dies; the fork server
+  dies with the daemon (it watches a pipe from it); :meth:`LoadWorkers.close` stops
+  them.
 * **Memory**: one table's payloads at a time per worker, pickled once across.
 
 ``source_factory`` must be picklable, and defined outside the main script
@@ -56,6 +58,8 @@ import logging
 import multiprocessing
 import multiprocessing.context
 import os
+import signal
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -104,12 +108,40 @@ _source: loader.MetastoreSource | None = None
 
 def _start_worker(factory: Callable[[], loader.MetastoreSource]) -> None:
     global _source
+    # A worker forked from the daemon inherits its Python signal handlers: it must
+    # die on SIGTERM (sent when the daemon dies, and by close()), not set the
+    # daemon's stop event in its own copy.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     die_with_parent()
     _source = factory()
     gc.freeze()  # what the worker imported is never garbage: keep it out of every collection
 
 
-def _context() -> multiprocessing.context.BaseContext:
+# Threads that may run while workers are forked: pyzmq's garbage collector for
+# zero-copy sends only waits on its own ZeroMQ socket, which no worker touches.
+_HARMLESS_THREADS = ("GarbageCollectorThread",)
+
+
+def _can_fork() -> bool:
+    """Whether workers may be forked from this process now: on Linux, from the main
+    thread (a worker dies with the thread that forked it, ``die_with_parent``) of a
+    process that runs no other Python thread but :data:`_HARMLESS_THREADS` (a lock
+    another thread held would stay held in the child). Threads of C libraries
+    (ZeroMQ's I/O threads) are not seen; a worker never calls into them, and ends
+    with ``os._exit``."""
+    main = threading.main_thread()
+    return (
+        sys.platform == "linux"
+        and threading.current_thread() is main
+        and all(t is main or type(t).__name__ in _HARMLESS_THREADS for t in threading.enumerate())
+    )
+
+
+def _context(fork: bool = False) -> multiprocessing.context.BaseContext:
+    if fork:
+        return multiprocessing.get_context("fork")
     context = multiprocessing.get_context("forkserver")
     main_path = spawn.get_preparation_data("catalogd-load-worker").get("init_main_from_path")
     if main_path and os.environ.get(forkserver_main.MAIN_PATH) != main_path:
@@ -362,17 +394,18 @@ class LoadWorkers:
         self._closed = False
         self._starting: threading.Thread | None = None
         self._spawned = threading.Event()  # start() has forked the workers
+        self.forked = False  # start() forked them from this process (else: fork server)
         self._local = threading.local()
         self._own_sources: list[loader.MetastoreSource] = []
 
-    def _executor(self) -> ProcessPoolExecutor:
+    def _executor(self, fork: bool = False) -> ProcessPoolExecutor:
         with self._lock:
             if self._closed:
                 raise MetastoreError("the load workers are closed")
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(
                     self.processes,
-                    mp_context=_context(),
+                    mp_context=_context(fork),
                     initializer=_start_worker,
                     initargs=(self._factory,),
                 )
@@ -493,20 +526,38 @@ class LoadWorkers:
         return MetastoreError(f"a load worker died while loading {what}")
 
     def start(self) -> LoadWorkers:
-        """Start the workers in the background and return at once: the fork server
-        imports catalogd (~0.7 s of CPU) and forks them while the caller loads names.
-        Tasks submitted meanwhile wait, and go by priority once the workers are up."""
+        """Start the workers and return at once. Called from the main thread of a
+        process with no other thread (the daemon, first thing), it forks them from
+        this process, which has imported everything they run already (~30 ms);
+        otherwise the fork server starts them in the background (it imports catalogd
+        first: ~0.7 s of CPU, measured, that a load's first task waited for). Pools
+        made later (after a worker died) always come from the fork server. Tasks
+        submitted meanwhile wait, and go by priority once the workers are up."""
         self._feed.hold()
+        started: list[Future[Any]] | None = None
+        if _can_fork():
+            try:
+                pool = self._executor(fork=True)
+                started = [pool.submit(int) for _ in range(self.processes)]  # forks here
+                self.forked = True
+            except (MetastoreError, RuntimeError, OSError) as exc:
+                log.warning("cannot fork load workers (%s): the fork server starts them", exc)
+                with self._lock:
+                    broken, self._pool = self._pool, None
+                if broken is not None:
+                    broken.shutdown(wait=False, cancel_futures=True)
+                started = None
         self._starting = threading.Thread(
-            target=self._warm, name="catalogd-load-workers-start", daemon=True
+            target=self._warm, args=(started,), name="catalogd-load-workers-start", daemon=True
         )
         self._starting.start()
         return self
 
-    def _warm(self) -> None:
+    def _warm(self, started: list[Future[Any]] | None) -> None:
         try:
-            pool = self._executor()
-            started = [pool.submit(int) for _ in range(self.processes)]
+            if started is None:
+                pool = self._executor()
+                started = [pool.submit(int) for _ in range(self.processes)]
             self._spawned.set()
             for future in started:
                 future.result(timeout=120)

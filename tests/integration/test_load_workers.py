@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from catalogd.freshness import load_workers
 from catalogd.freshness.load_workers import LoadWorkers
 from subscriber.protocol.errors import MetastoreError
 
@@ -55,3 +57,37 @@ def test_workers_never_run_the_daemons_main_script(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
     assert not ran.exists(), f"a worker ran the main script as {ran.read_text()}"
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_workers_forked_from_this_process_or_by_the_fork_server(
+    fork: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Forked from the caller when it may (first thing in the daemon: no imports to
+    # redo), else from the fork server; either way they work, and a forked worker does
+    # not keep the caller's SIGTERM handler (it must die when told to).
+    monkeypatch.setattr(load_workers, "_can_fork", lambda: fork)
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, _: caught.append(signum))
+    try:
+        with LoadWorkers(functools.partial(time.sleep, 0), 2).start() as workers:
+            assert workers.forked is fork
+            assert workers._executor().submit(abs, -3).result(timeout=30) == 3
+            pid = workers.pids()[0]
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and _alive(pid):
+                time.sleep(0.05)
+            assert not _alive(pid), "a worker survived SIGTERM"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert caught == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie is not alive
+        return stat.read().split(") ", 1)[1][0] != "Z"
