@@ -20,7 +20,9 @@ import os
 import sys
 import types
 
-MAIN_PATH = "CATALOGD_FORKSERVER_MAIN"
+# Not CATALOGD_*: that prefix is catalogd's configuration, which refuses unknown names
+# (a catalogd started from a process that had started load workers refused to run).
+MAIN_PATH = "_CATALOGD_FORKSERVER_MAIN"
 
 _path = os.environ.get(MAIN_PATH)
 if _path and getattr(sys.modules["__main__"], "__file__", None) != _path:
