@@ -15,10 +15,10 @@ the server thread keeps its core.
   threads, and the watcher's state lives there).
 * **One large table** (more than ``split_above`` partitions, SQL source) is read
   by every worker at once: the caller asks for the ``PART_ID`` ranges
-  (:meth:`~catalogd.metastore.sql.SqlSource.partition_ranges`, two queries in its
-  own process, while the workers may still be starting) and submits the header and
-  each range as tasks of their own; the caller merges the payloads, so the commit
-  is still one.
+  (:meth:`~catalogd.metastore.sql.SqlSource.partition_ranges`, two queries through
+  its own source, while the workers may still be starting; without one, a worker's
+  first task does) and submits the header and each range as tasks of their own; the
+  caller merges the payloads, so the commit is still one.
 * **Many small tables** of one database are read together
   (:meth:`LoadWorkers.tables_payloads`, SQL source): their headers, partition
   counts and partitions in one set of queries for up to ``batch_partitions``
@@ -173,24 +173,38 @@ def _worker_source() -> Any:
     return _source
 
 
+Ranges = list[tuple[int, int | None]]
+
+
+def _split(source: Any, db: str, table: str, split_above: int, workers: int) -> Ranges | None:
+    """The ``PART_ID`` ranges to read ``db.table`` in: a multiple of ``workers`` ranges of
+    equal size, at most ``split_above`` partitions each, so every worker gets the same
+    share; ``[]`` for a table of at most ``split_above`` partitions (or a view, or an
+    unpartitioned table: 0); None when ``source`` cannot read by ranges. Two queries."""
+    by_range = getattr(source, "partition_ranges", None)
+    if by_range is None:
+        return None
+    count = source.partition_counts(db, [table]).get(table.lower(), 0)
+    if count <= split_above:
+        return []
+    shares = workers * -(-count // (workers * split_above))
+    ranges: Ranges = by_range(db, table, -(-count // shares))
+    return ranges if len(ranges) > 1 else []
+
+
 def _table_payloads(
-    db: str, table: str, marks: Marks, split_above: int, workers: int = 1
-) -> tuple[dict[str, bytes], list[tuple[int, int | None]]]:
+    db: str, table: str, marks: Marks, split_above: int | None, workers: int = 1
+) -> tuple[dict[str, bytes], Ranges]:
     """In a worker: one table's encoded objects by key (raises as ``load_table``), and
-    no ranges; or, for a table of more than ``split_above`` partitions whose source
-    reads by ranges, only its header and the ``PART_ID`` ranges to read in parallel
-    (:func:`_range_payloads`): a multiple of ``workers`` ranges of equal size, at most
-    ``split_above`` each, so every worker gets the same share."""
+    no ranges; or, for a table :func:`_split` splits (``split_above`` None: the caller
+    found it does not), only its header and the ranges to read in parallel
+    (:func:`_range_payloads`)."""
     source = _worker_source()
     table_struct = loader.hms_table(source, db, table)
-    ranges: list[tuple[int, int | None]] = []
-    by_range = getattr(source, "partition_ranges", None)
-    if by_range is not None and table_struct.partitionKeys and not convert.is_view(table_struct):
-        count = source.partition_counts(db, [table]).get(table.lower(), 0)
-        if count > split_above:
-            shares = workers * -(-count // (workers * split_above))
-            ranges = by_range(db, table, -(-count // shares))
-    if len(ranges) > 1:
+    ranges: Ranges | None = []
+    if split_above is not None and table_struct.partitionKeys and not convert.is_view(table_struct):
+        ranges = _split(source, db, table, split_above, workers)
+    if ranges:
         objects = _header_objects(source, table_struct)
     else:
         ranges = []
@@ -395,8 +409,6 @@ class LoadWorkers:
         self._starting: threading.Thread | None = None
         self._spawned = threading.Event()  # start() has forked the workers
         self.forked = False  # start() forked them from this process (else: fork server)
-        self._local = threading.local()
-        self._own_sources: list[loader.MetastoreSource] = []
 
     def _executor(self, fork: bool = False) -> ProcessPoolExecutor:
         with self._lock:
@@ -411,9 +423,18 @@ class LoadWorkers:
                 )
             return self._pool
 
-    def table_payloads(self, db: str, table: str, marks: Marks | None = None) -> dict[str, bytes]:
+    def table_payloads(
+        self,
+        db: str,
+        table: str,
+        marks: Marks | None = None,
+        *,
+        planner: loader.MetastoreSource | None = None,
+    ) -> dict[str, bytes]:
         """``db.table``'s header and partitions, encoded, by key. Blocks until a
-        worker has read it.
+        worker has read it. With ``planner`` (the calling thread's own source) a large
+        table's ranges are asked for here, so its header and every range start at once
+        (a worker's first task would find the same ranges while the other worker waited).
 
         Raises: what :func:`catalogd.metastore.source.load_table` raises (NotFoundError,
         MetastoreUnavailableError, ...); MetastoreError when a worker died or the
@@ -421,10 +442,8 @@ class LoadWorkers:
         """
         pool = self._executor()
         marks = dict(marks or {})
-        ranges = self._ranges(db, table)
+        ranges = self._plan(planner, db, table)
         if ranges:
-            # Split here: every range can start at once (a worker's first task would
-            # have found the same ranges, while the other worker waited).
             tasks = [self._feed.submit(pool, RANGE, _header_payloads, db, table, marks)]
             tasks += [
                 self._feed.submit(pool, RANGE, _range_payloads, db, table, marks, r) for r in ranges
@@ -438,8 +457,9 @@ class LoadWorkers:
                 raise self._broken(pool, f"{db}.{table}", exc) from exc
         try:
             try:
+                split_above = None if ranges == [] else self.split_above  # [] : asked already
                 payloads, ranges = self._feed.submit(
-                    pool, TABLE, _table_payloads, db, table, marks, self.split_above, self.processes
+                    pool, TABLE, _table_payloads, db, table, marks, split_above, self.processes
                 ).result()
                 parts = [
                     self._feed.submit(pool, RANGE, _range_payloads, db, table, marks, r)
@@ -453,34 +473,16 @@ class LoadWorkers:
         except BrokenProcessPool as exc:
             raise self._broken(pool, f"{db}.{table}", exc) from exc
 
-    def _ranges(self, db: str, table: str) -> list[tuple[int, int | None]]:
-        """The ``PART_ID`` ranges to read ``db.table`` in (see :func:`_table_payloads`),
-        asked in this process (two queries); none when it is not that large, or when
-        the source cannot tell (the worker's first task then decides, and raises)."""
-        source = self._own_source()
-        by_range = getattr(source, "partition_ranges", None)
-        counts = getattr(source, "partition_counts", None)
-        if by_range is None or counts is None:
-            return []
+    def _plan(self, planner: Any, db: str, table: str) -> Ranges | None:
+        """:func:`_split` asked through ``planner`` in this process; None without one, or
+        when it cannot tell (the worker's first task then decides, and raises)."""
+        if planner is None:
+            return None
         try:
-            count = counts(db, [table]).get(table.lower(), 0)  # 0 for views, unpartitioned
-            if count <= self.split_above:
-                return []
-            shares = self.processes * -(-count // (self.processes * self.split_above))
-            ranges: list[tuple[int, int | None]] = by_range(db, table, -(-count // shares))
+            return _split(planner, db, table, self.split_above, self.processes)
         except CatalogError as exc:
             log.debug("no ranges for %s.%s here (%s): a worker decides", db, table, exc)
-            return []
-        return ranges if len(ranges) > 1 else []
-
-    def _own_source(self) -> Any:
-        """This thread's source in the calling process, for the queries that plan tasks."""
-        source = getattr(self._local, "source", None)
-        if source is None:
-            source = self._local.source = self._factory()
-            with self._lock:
-                self._own_sources.append(source)
-        return source
+            return None
 
     def tables_payloads(
         self, db: str, tables: Sequence[str], marks: dict[str, Marks] | None = None
@@ -581,9 +583,6 @@ class LoadWorkers:
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
-            sources, self._own_sources = self._own_sources, []
-        for source in sources:
-            source.close()
         self._feed.cancel(MetastoreError("the load workers are closed"))
         if pool is None:
             return

@@ -386,7 +386,7 @@ class Operations:
         worker process when there are any (and the table's files are not listed)."""
         marks = self.cache_marks.get((db, table), {})
         if self.workers is not None and not self.files.wants(db, table):
-            return self.workers.table_payloads(db, table, marks)
+            return self.workers.table_payloads(db, table, marks, planner=self.source())
         objects, _ = loader.load_table(self.source(), db, table)
         self.files.attach(objects)
         caching.apply_marks(objects, marks)

@@ -139,6 +139,7 @@ _LENGTH = struct.Struct(">i")
 _ENTRY_KEY = struct.Struct(">bhi")  # field 1 (key): header, length (the key follows)
 _ENTRY_LIVE = struct.Struct(">bhqbhi")  # field 2 (version), field 3 (object): header, length
 _ENTRY_REMOVED = struct.Struct(">bhqbhbb")  # field 2 (version), field 4 (removed) = true, stop
+_MAP_HEAD = struct.Struct(">bhbbi")  # field 6 (counts): header, key and value types, size
 _DELTA_HEAD = struct.Struct(">bhqbhqbhbi")  # fields 2, 3 (versions), 4 (entries): list header
 
 
@@ -177,7 +178,7 @@ def encode_delta(
     if database is not None:
         add(_string_field(5, database))
     if counts is not None:
-        add(_ENTRY_KEY.pack(_MAP, 6, 0)[:3] + bytes((_STRING, _I32)) + _LENGTH.pack(len(counts)))
+        add(_MAP_HEAD.pack(_MAP, 6, _STRING, _I32, len(counts)))
         for name, count in counts.items():
             encoded = name.encode()
             add(_LENGTH.pack(len(encoded)) + encoded + _LENGTH.pack(count))

@@ -170,6 +170,9 @@ def test_load_workers_give_the_objects_the_daemon_makes(
                 objects, _ = load_table(sql_source, db, table)
                 cache_pools.apply_marks(objects, {})
                 assert workers.table_payloads(db, table) == convert.encode_all(objects)
+                # Ranges planned by the caller's own source (as Operations does).
+                planned = workers.table_payloads(db, table, planner=sql_source)
+                assert planned == convert.encode_all(objects)
         marked = workers.table_payloads("sales", "orders", {None: "pool1"})
         header = codec.decode_object(marked[table_key("sales", "orders")])
         assert header.table.cache_pool_name == "pool1"
