@@ -32,10 +32,10 @@ from support import synthetic
 from support.hms import BIG, add_shape_arguments, measure_get_table, running_hms, shape_from
 from support.measure import Result, Summary, add_output_argument, cpu_note, finish, summarize
 
-from catalogd.metastore import convert
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.source import ThriftSource, load_catalog
+from catalogd.conversion import objects as convert
+from catalogd.hms.client import MetastoreClient
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import ThriftSource, load_catalog
 from subscriber.api import CatalogSubscriber
 from subscriber.protocol.keys import make_partition_name
 

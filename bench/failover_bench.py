@@ -46,9 +46,9 @@ from support.measure import Result, add_output_argument, cpu_note, finish, perce
 
 import idl
 from catalogd.admin.client import AdminClient
-from catalogd.metastore.builders import thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.builders import thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 

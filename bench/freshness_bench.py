@@ -30,11 +30,11 @@ from support.measure import Result, add_output_argument, finish, summarize
 
 from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
-from catalogd.freshness.operations import Operations
-from catalogd.freshness.table_loader import TableLoader
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.source import ThriftSource
+from catalogd.hms.client import MetastoreClient
+from catalogd.loading.table_loader import TableLoader
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import ThriftSource
+from catalogd.writes.operations import Operations
 from subscriber.api import CatalogSubscriber
 
 POLL_DB = "poll_bench"

@@ -41,10 +41,10 @@ from support import synthetic
 from support.hms import BIG, add_shape_arguments, running_hms, shape_from
 from support.measure import Result, add_output_argument, cpu_note, finish
 
-from catalogd.metastore import convert
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.source import ThriftSource, load_catalog
+from catalogd.conversion import objects as convert
+from catalogd.hms.client import MetastoreClient
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import ThriftSource, load_catalog
 from subscriber.api import CatalogSubscriber
 
 TESTS_SUPPORT = Path(__file__).resolve().parents[1] / "tests" / "support"

@@ -21,9 +21,9 @@ from support import synthetic
 from support.hms import add_shape_arguments, measure_get_table, running_hms, shape_from
 from support.measure import Result, add_output_argument, cpu_note, finish, summarize
 
-from catalogd.metastore import convert
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.source import ThriftSource, load_catalog
+from catalogd.conversion import objects as convert
+from catalogd.hms.client import MetastoreClient
+from catalogd.sources import ThriftSource, load_catalog
 
 
 def run(uri: str, loads: int, calls: int) -> list[Result]:

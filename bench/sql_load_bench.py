@@ -50,17 +50,17 @@ from support.measure import Result, add_output_argument, cpu_note, finish, peak_
 
 from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
-from catalogd.freshness.load_workers import LoadWorkers
-from catalogd.freshness.operations import Operations
 from catalogd.freshness.polling import Poller
 from catalogd.freshness.sql_detection import SqlPoller
-from catalogd.freshness.table_loader import TableLoader
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore, PostgresBackend
-from catalogd.metastore.source import MetastoreSource, ThriftSource
-from catalogd.metastore.sql import SqlSource
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore, PostgresBackend
+from catalogd.loading.table_loader import TableLoader
+from catalogd.loading.workers import LoadWorkers
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import MetastoreSource, ThriftSource
+from catalogd.sources.sql import SqlSource
 from catalogd.status import read_shape
+from catalogd.writes.operations import Operations
 from subscriber import CatalogSubscriber
 
 

@@ -51,11 +51,11 @@ from typing import Any
 from support.measure import Result, add_output_argument, cpu_note, finish
 from support.spark import local_builder
 
+from catalogd.conversion import objects as convert
 from catalogd.files.metadata import FileMetadata
-from catalogd.metastore import convert
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.stats.job import run_job
 from subscriber.protocol import codec
 from subscriber.protocol.keys import PARTITION_PREFIX

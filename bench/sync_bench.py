@@ -6,7 +6,7 @@
 
 Builds ``tables`` tables of ``dts * regions`` partitions each (default 1,000 x
 1,000 = 1M) from realistic HMS structs converted with
-:mod:`catalogd.metastore.convert`, exactly as the loader does, and caches the
+:mod:`catalogd.conversion.objects`, exactly as the loader does, and caches the
 encoded payloads in ``--data-dir`` (building 1M takes minutes; later runs
 reuse the file). The payloads are ``preload``-ed into an in-process
 :class:`CatalogServer`; then one subscriber process (``support/subscriber_process.py

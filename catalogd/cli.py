@@ -165,16 +165,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dump(args: argparse.Namespace) -> int:
+    from catalogd import sources as loader
+    from catalogd.conversion import objects as convert
     from catalogd.core.catalog import Catalog
-    from catalogd.metastore import convert
-    from catalogd.metastore import source as loader
-    from catalogd.metastore.client import MetastoreClient
-    from catalogd.metastore.connection import open_metastore
+    from catalogd.hms.client import MetastoreClient
+    from catalogd.hms.connection import open_metastore
     from subscriber.protocol.keys import object_type_of
 
     with ExitStack() as stack:
         if args.hms_db:
-            from catalogd.metastore.sql import SqlSource
+            from catalogd.sources.sql import SqlSource
 
             source: loader.MetastoreSource = SqlSource(args.hms_db)
             stack.callback(source.close)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from catalogd.admin.endpoint import DEFAULT_ADMIN_PORT
-from catalogd.metastore.client import parse_metastore_uri
+from catalogd.hms.client import parse_metastore_uri
 from catalogd.server.thread import DEFAULT_PORT
 from subscriber.protocol.errors import InvalidRequestError
 
@@ -35,7 +35,7 @@ class HmsConfig:
     uris: tuple[str, ...] = ()  # empty: start the embedded HMS in data_dir/hms
     timeout_s: float = 60.0
     retries: int = 3
-    db_url: str = ""  # the HMS backing database, read directly (catalogd.metastore.sql)
+    db_url: str = ""  # the HMS backing database, read directly (catalogd.sources.sql)
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class StateConfig:
 @dataclass(frozen=True)
 class LoaderConfig:
     pool_size: int = 4
-    processes: int = 2  # load worker processes with hms.db_url (catalogd.freshness.load_workers)
+    processes: int = 2  # load worker processes with hms.db_url (catalogd.loading.workers)
 
 
 @dataclass(frozen=True)

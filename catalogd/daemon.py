@@ -4,7 +4,7 @@ A boring daemon: no self-daemonizing, no pidfile, logs to stderr for journald.
 :func:`serve` wires the parts together in start-up order; then the main thread
 runs :func:`catalogd.supervision.supervise` (signal flags, systemd watchdog,
 ``STATUS=``, metrics, SIGHUP reload) until a graceful stop (SIGTERM). Which HMS
-to use: :mod:`catalogd.metastore.connection`; what an admin command leaves
+to use: :mod:`catalogd.hms.connection`; what an admin command leaves
 behind: :mod:`catalogd.admin.audit`.
 
 Start-up order: (embedded HMS) → names of every database and table, committed
@@ -35,26 +35,26 @@ from catalogd.core import cache_pools as caching
 from catalogd.files.metadata import FileMetadata
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.freshness.files import FileWatcher
-from catalogd.freshness.load_workers import LoadWorkers
-from catalogd.freshness.operations import Operations
-from catalogd.freshness.progress import LoadProgress
 from catalogd.freshness.sql_detection import SqlPoller
-from catalogd.freshness.table_loader import TableLoader
 from catalogd.ha import node as ha_node
 from catalogd.ha.keeper import LeaseKeeper
-from catalogd.metastore.connection import InstrumentedClient, create_demo, open_metastore
-from catalogd.metastore.source import MetastoreSource, ThriftSource
-from catalogd.metastore.sql import SqlSource
-from catalogd.metastore.sql.fingerprints import partition_count
+from catalogd.hms.connection import InstrumentedClient, create_demo, open_metastore
+from catalogd.loading.progress import LoadProgress
+from catalogd.loading.table_loader import TableLoader
+from catalogd.loading.workers import LoadWorkers
 from catalogd.metrics import Metrics
 from catalogd.notify import Notifier
 from catalogd.security.authenticator import ADMIN, SUBSCRIBERS
 from catalogd.security.runtime import Security
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import MetastoreSource, ThriftSource
+from catalogd.sources.sql import SqlSource
+from catalogd.sources.sql.fingerprints import partition_count
 from catalogd.state.schema import private_sqlite_file
 from catalogd.state.store import StateStore
 from catalogd.status import read_shape, status_line
 from catalogd.supervision import Signals, supervise, take_over
+from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import CatalogError
 
 log = logging.getLogger("catalogd")

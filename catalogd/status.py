@@ -19,7 +19,7 @@ from catalogd.core.catalog import Catalog
 
 if TYPE_CHECKING:
     from catalogd.admin.handlers import RuntimeInfo
-    from catalogd.freshness.table_loader import TableLoader
+    from catalogd.loading.table_loader import TableLoader
     from catalogd.server.thread import CatalogServer
 
 

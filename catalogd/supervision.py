@@ -20,10 +20,10 @@ from catalogd import logs
 from catalogd.admin.handlers import RuntimeInfo
 from catalogd.config import Config, ConfigError, diff
 from catalogd.freshness.detector import ChangeDetector
-from catalogd.freshness.progress import LoadProgress
-from catalogd.freshness.table_loader import TableLoader
 from catalogd.ha import node as ha_node
 from catalogd.ha.keeper import LeaseKeeper
+from catalogd.loading.progress import LoadProgress
+from catalogd.loading.table_loader import TableLoader
 from catalogd.metrics import Metrics
 from catalogd.notify import Notifier
 from catalogd.security.runtime import Security

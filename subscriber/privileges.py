@@ -1,7 +1,7 @@
 """Privilege checks over the catalog's PRINCIPAL and PRIVILEGE objects (pure).
 
 catalogd loads roles, memberships and grants from the Hive Metastore
-(:mod:`catalogd.metastore.grants`) and publishes them as ``TPrincipal`` and
+(:mod:`catalogd.conversion.grants`) and publishes them as ``TPrincipal`` and
 ``TPrivilege`` objects; a subscriber builds a :class:`PrivilegeIndex` from the
 decoded objects and answers :func:`check_privilege` locally, the way Impala
 coordinators answer from their authorization cache. No I/O, no clock.

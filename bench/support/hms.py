@@ -35,8 +35,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 from support import synthetic
 from support.measure import Result, add_output_argument, finish
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psycopg
 
-from catalogd.metastore.embedded import PostgresBackend, create_postgres_schema
+from catalogd.hms.embedded import PostgresBackend, create_postgres_schema
 
 ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=10"
 INPUT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"

@@ -5,7 +5,7 @@ STORED AS PARQUET``: five data columns, two string partition columns, a Hive
 Parquet storage descriptor per partition, and partition statistics in the
 parameters. The same structs are written into a real HMS (:mod:`support.hms`) and,
 for benchmarks that must not be limited by HMS speed, converted in memory with
-:mod:`catalogd.metastore.convert` exactly as the loader converts what HMS returns.
+:mod:`catalogd.conversion.objects` exactly as the loader converts what HMS returns.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import idl
-from catalogd.metastore import convert
-from catalogd.metastore.builders import thrift_partitions, thrift_table
+from catalogd.conversion import objects as convert
+from catalogd.hms.builders import thrift_partitions, thrift_table
 
 hms = idl.hive_metastore
 

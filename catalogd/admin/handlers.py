@@ -16,11 +16,11 @@ from typing import Any
 import idl
 from catalogd.admin.endpoint import AdminResult, Handler, table_name
 from catalogd.core import cache_pools as caching
-from catalogd.freshness.operations import Operations
-from catalogd.freshness.table_loader import TableLoader
+from catalogd.loading.table_loader import TableLoader
 from catalogd.server.thread import CatalogServer
 from catalogd.state.store import StateStore
 from catalogd.status import status_detail
+from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import InvalidRequestError, NotFoundError
 from subscriber.protocol.keys import partition_key
 
@@ -46,7 +46,7 @@ class RuntimeInfo:
     embedded_hms: Callable[[], dict[str, Any]] | None = None
     """The embedded HMS's supervision report (state, restarts); None: not embedded."""
     loading: Callable[[], dict[str, Any]] | None = None
-    """Background load progress (catalogd.freshness.progress.LoadProgress.report)."""
+    """Background load progress (catalogd.loading.progress.LoadProgress.report)."""
 
 
 def invalidate(ops: Operations, loader: TableLoader, request: Any) -> AdminResult:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
+from catalogd.conversion import objects as convert
 from catalogd.core.catalog import Catalog
-from catalogd.metastore import convert
 from subscriber.protocol import codec
 from subscriber.protocol.keys import (
     DATABASE_PREFIX,

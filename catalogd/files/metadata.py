@@ -4,7 +4,7 @@ A table opts in through the configuration (``files.tables``: database names or
 ``db.table`` names) or at run time (``catalogd admin refresh DB.TABLE --files``,
 kept until restart). :meth:`FileMetadata.attach` runs in the loading thread
 (refresh, change detection, the background loader: every table load goes
-through :class:`~catalogd.freshness.operations.Operations`) and lists every
+through :class:`~catalogd.writes.operations.Operations`) and lists every
 partition of an opted-in table in parallel, with whichever backend the
 :class:`~catalogd.files.lister.Lister` picks (a thread pool for local paths, a
 Spark job for other schemes and for listings expected above

@@ -38,9 +38,9 @@ from typing import Any
 from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.budget import CallBudget
 from catalogd.freshness.events import EventWindow, apply_events, plan_events
-from catalogd.freshness.operations import Operations
 from catalogd.freshness.polling import Poller
-from catalogd.freshness.table_loader import TableLoader
+from catalogd.loading.table_loader import TableLoader
+from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import CatalogError, NotFoundError, UnavailableError
 
 log = logging.getLogger(__name__)

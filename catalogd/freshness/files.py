@@ -8,7 +8,7 @@ backend, :class:`~catalogd.files.lister.Lister`: a thread pool for local paths,
 Spark for other schemes or above ``files.spark_listing_threshold`` files) and
 compares each listing (path, length, modification time of every file) with the
 file list the catalog publishes; a partition that differs is refreshed
-(:meth:`~catalogd.freshness.operations.Operations.refresh_partitions`, which
+(:meth:`~catalogd.writes.operations.Operations.refresh_partitions`, which
 lists it again and publishes its new file list and byte totals).
 
 Cost bound: at most ``max_listings`` directory listings per interval, taken
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from catalogd.freshness.operations import Operations
+from catalogd.writes.operations import Operations
 from subscriber.protocol import codec
 from subscriber.protocol.errors import CatalogError
 from subscriber.protocol.files import FileInfo, partition_files

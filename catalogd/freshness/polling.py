@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
-from catalogd.freshness.operations import Operations
+from catalogd.writes.operations import Operations
 from subscriber.protocol import codec
 from subscriber.protocol.errors import NotFoundError
 

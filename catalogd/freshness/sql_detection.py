@@ -3,10 +3,10 @@
 :class:`SqlPoller` stands in for :class:`~catalogd.freshness.polling.Poller`
 when catalogd reads the metastore database directly. Every cycle first reads the
 database server's write position
-(:func:`~catalogd.metastore.sql.fingerprints.change_marker`: PostgreSQL WAL,
+(:func:`~catalogd.sources.sql.fingerprints.change_marker`: PostgreSQL WAL,
 InnoDB redo log); when it has not moved for two cycles nothing was written and
 the cycle ends there, one query. Otherwise it reads a fixed handful of
-aggregate queries (:mod:`catalogd.metastore.sql.fingerprints`: a row per
+aggregate queries (:mod:`catalogd.sources.sql.fingerprints`: a row per
 database, per table, and per thousand partition ids, whatever the number of
 partitions) and compares them with the previous cycle's:
 
@@ -43,9 +43,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from catalogd.freshness.operations import Operations
 from catalogd.freshness.polling import PollActions
-from catalogd.metastore.sql import fingerprints as fp
+from catalogd.sources.sql import fingerprints as fp
+from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import CatalogError, MetastoreUnavailableError
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class SqlPoller:
 
     Args:
         ops: the catalog; ``ops.source()`` must be a
-            :class:`~catalogd.metastore.sql.SqlSource`.
+            :class:`~catalogd.sources.sql.SqlSource`.
 
     Not thread-safe: the detector thread runs it (``baseline`` may run before).
     """

@@ -27,10 +27,10 @@ from typing import Any
 from catalogd.admin.endpoint import AdminResult, Handler
 from catalogd.config import Config, ConfigError
 from catalogd.core import cache_pools as caching
-from catalogd.freshness.operations import Operations
 from catalogd.ha.keeper import LeaseKeeper, holder_id
 from catalogd.ha.lease import SAFETY, Claim, Role, RoleState
 from catalogd.state.store import StateStore
+from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import CatalogError
 
 __all__ = ["EXIT_FENCED", "admin_handlers", "await_active", "fenced_reserve", "open_keeper"]

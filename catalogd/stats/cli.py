@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the job ``args`` describe; print the version; the exit code."""
     import idl
     from catalogd.admin.client import AdminClient, response_dict
-    from catalogd.metastore.client import MetastoreClient
+    from catalogd.hms.client import MetastoreClient
     from catalogd.stats.job import run_job, spark_session
 
     name = TableName.parse(args.target)

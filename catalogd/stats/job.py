@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from catalogd.files.spark_listing import SparkLister
-from catalogd.metastore.client import MetastoreClient
+from catalogd.hms.client import MetastoreClient
 from catalogd.stats import compute, footers, publish
 from subscriber.protocol.errors import InvalidRequestError
 from subscriber.protocol.files import FileInfo

@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import idl
-from catalogd.metastore.client import MetastoreClient
+from catalogd.hms.client import MetastoreClient
 from catalogd.stats.compute import ColumnResult, PartitionResult, TableResult
 
 hms = idl.hive_metastore

@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Writes Hive Metastore 2.3 changes to its notification log, so that
  * get_current_notificationEventId and get_next_notification report them (catalogd reads
- * them to stay fresh). The source is catalogd/metastore/CatalogdNotificationListener.java;
+ * them to stay fresh). The source is catalogd/hms/java/CatalogdNotificationListener.java;
  * deploy/hms holds a generated copy.
  *
  * Configure both classes:

@@ -18,9 +18,9 @@ from polling import wait_until
 from support.catalogd_process import CatalogdProcess
 
 import idl
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 from subscriber.api import CatalogSubscriber
 from subscriber.cache import ChangeEvent
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support.catalogd_process import CatalogdProcess
 
-from catalogd.metastore.demo import DAYS, USERS
+from catalogd.hms.demo import DAYS, USERS
 from subscriber import CatalogSubscriber, read_table
 
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(300)]

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 import idl
-from catalogd.metastore import source as loader
-from catalogd.metastore.client import MetastoreClient
+from catalogd import sources as loader
+from catalogd.hms.client import MetastoreClient
 from subscriber.protocol.hive_types import type_name
 from subscriber.protocol.keys import parse_partition_name
 

@@ -14,7 +14,7 @@ from support.catalogd_process import CatalogdProcess
 from support.ddl_scenario import POLL_INTERVAL, run_ddl_scenario
 from support.measurements import record_measurement
 
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.embedded import EmbeddedMetastore
 from subscriber.api import CatalogSubscriber
 
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(900)]

@@ -24,9 +24,9 @@ from support.spark_sql_server import SparkSql
 
 import idl
 from catalogd.admin.client import AdminClient, response_dict
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
-from catalogd.metastore.listener import LISTENER_CLASS
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
+from catalogd.hms.listener import LISTENER_CLASS
 from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 

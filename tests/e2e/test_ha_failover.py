@@ -43,8 +43,8 @@ from support.catalogd_process import CatalogdProcess
 
 import idl
 from catalogd.admin.client import AdminClient, response_dict
-from catalogd.metastore.builders import thrift_table
-from catalogd.metastore.client import MetastoreClient
+from catalogd.hms.builders import thrift_table
+from catalogd.hms.client import MetastoreClient
 from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 from subscriber.protocol.errors import CatalogError

@@ -24,8 +24,8 @@ from support.measurements import record_measurement
 from support.spark_sql_server import SparkSql
 
 import idl
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 from subscriber.metastore import MetastoreEndpoint, framing

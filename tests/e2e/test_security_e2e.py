@@ -20,8 +20,8 @@ from support.catalogd_process import CatalogdProcess
 
 import idl
 from catalogd.cli import main as catalogd
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 from subscriber.api import CatalogSubscriber
 from subscriber.protocol.errors import AuthenticationError
 

@@ -11,9 +11,9 @@ import pytest
 from polling import wait_until
 from support.catalogd_process import CatalogdProcess
 
-from catalogd.metastore import convert
-from catalogd.metastore import source as loader
-from catalogd.metastore.client import MetastoreClient
+from catalogd import sources as loader
+from catalogd.conversion import objects as convert
+from catalogd.hms.client import MetastoreClient
 from subscriber.api import CatalogSubscriber
 from subscriber.protocol.keys import database_of
 

@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
+from catalogd.conversion import objects as convert
 from catalogd.files.lister import Lister
 from catalogd.files.listing import list_locations, local_path
 from catalogd.files.metadata import FileMetadata
 from catalogd.files.spark_listing import SparkLister
-from catalogd.metastore import convert
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 from subscriber.protocol.files import partition_files
 
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(300)]

@@ -12,11 +12,11 @@ from support.catalogd_process import CatalogdProcess
 from support.fixtures import POSTGRES_ADMIN
 
 import idl
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
-from catalogd.metastore.source import load_catalog
-from catalogd.metastore.sql import SqlSource
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
+from catalogd.sources import load_catalog
+from catalogd.sources.sql import SqlSource
 from subscriber.api import CatalogSubscriber
 from subscriber.protocol.keys import database_of
 

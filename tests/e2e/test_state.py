@@ -15,7 +15,7 @@ from support.catalogd_process import CatalogdProcess
 
 import idl
 from catalogd.admin.client import AdminClient
-from catalogd.metastore.client import MetastoreClient
+from catalogd.hms.client import MetastoreClient
 from subscriber.api import CatalogSubscriber
 from subscriber.cache import ChangeEvent
 from subscriber.protocol.errors import CatalogError

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 from support.catalogd_process import CatalogdProcess
 
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.stats.compute import NDV_RSE
 from catalogd.stats.job import run_job
 from subscriber.api import CatalogSubscriber

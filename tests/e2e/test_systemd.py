@@ -15,8 +15,8 @@ from polling import wait_until
 from support.catalogd_process import CatalogdProcess
 
 import idl
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 from subscriber.cache import ChangeEvent

@@ -19,13 +19,13 @@ import pytest
 import idl
 from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
-from catalogd.freshness.operations import Operations
-from catalogd.freshness.table_loader import TableLoader
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
-from catalogd.metastore.source import ThriftSource
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
+from catalogd.loading.table_loader import TableLoader
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import ThriftSource
+from catalogd.writes.operations import Operations
 
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(240)]
 

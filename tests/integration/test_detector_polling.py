@@ -9,11 +9,11 @@ import pytest
 import idl
 from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
-from catalogd.freshness.operations import Operations
-from catalogd.freshness.table_loader import TableLoader
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.source import InMemorySource
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.loading.table_loader import TableLoader
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import InMemorySource
+from catalogd.writes.operations import Operations
 
 pytestmark = pytest.mark.timeout(120)
 hms = idl.hive_metastore

@@ -21,14 +21,14 @@ from catalogd.admin.barrier import SubscriberBarrier
 from catalogd.admin.client import AdminClient
 from catalogd.admin.endpoint import AdminServer
 from catalogd.admin.handlers import RuntimeInfo, handlers
-from catalogd.freshness.operations import Operations
-from catalogd.freshness.table_loader import TableLoader
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
-from catalogd.metastore.source import ThriftSource
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
+from catalogd.loading.table_loader import TableLoader
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import ThriftSource
 from catalogd.state.store import StateStore, sqlite_url
+from catalogd.writes.operations import Operations
 from subscriber.protocol import codec
 from subscriber.protocol.errors import BusyError
 

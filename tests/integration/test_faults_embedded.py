@@ -16,19 +16,19 @@ from pathlib import Path
 import pytest
 from polling import wait_until
 
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
-from catalogd.metastore.embedded.bind import LOOPBACK, listening_addresses
-from catalogd.metastore.embedded.jvm import MAIN_CLASS
-from catalogd.metastore.embedded.lifeline import _alive, find_stale
-from catalogd.metastore.embedded.supervisor import MetastoreSupervisor
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
+from catalogd.hms.embedded.bind import LOOPBACK, listening_addresses
+from catalogd.hms.embedded.jvm import MAIN_CLASS
+from catalogd.hms.embedded.lifeline import _alive, find_stale
+from catalogd.hms.embedded.supervisor import MetastoreSupervisor
 
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(240)]
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import sys
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.embedded import EmbeddedMetastore
 hms = EmbeddedMetastore(sys.argv[1], cache_dir=sys.argv[2], die_with_parent=sys.argv[3] == "1")
 hms.start()
 print(hms._proc.pid, flush=True)

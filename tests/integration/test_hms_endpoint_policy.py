@@ -18,12 +18,12 @@ import pytest
 from polling import wait_until
 
 import idl
-from catalogd.metastore import convert
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
-from catalogd.metastore.source import ThriftSource, load_catalog
+from catalogd.conversion import objects as convert
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.server.ports import free_port
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import ThriftSource, load_catalog
 from subscriber.api import CatalogSubscriber
 from subscriber.metastore import MetastoreEndpoint, framing
 

@@ -17,10 +17,10 @@ import pytest
 from support.measurements import record_measurement
 
 import idl
-from catalogd.metastore import listener
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore, find_pyspark_jars
+from catalogd.hms import listener
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore, find_pyspark_jars
 from subscriber.protocol.errors import CatalogError, MetastoreUnavailableError
 
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(240)]

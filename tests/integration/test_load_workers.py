@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from catalogd.freshness import load_workers
-from catalogd.freshness.load_workers import LoadWorkers
+from catalogd.loading import workers as load_workers
+from catalogd.loading.workers import LoadWorkers
 from subscriber.protocol.errors import MetastoreError
 
 pytestmark = pytest.mark.timeout(60)
@@ -42,7 +42,7 @@ def test_workers_never_run_the_daemons_main_script(tmp_path: Path) -> None:
     script = tmp_path / "daemon_script.py"
     script.write_text(
         "import functools, pathlib, time\n"
-        "from catalogd.freshness.load_workers import LoadWorkers\n"
+        "from catalogd.loading.workers import LoadWorkers\n"
         "if __name__ != '__main__':\n"
         f"    pathlib.Path({str(ran)!r}).write_text(__name__)\n"
         "else:\n"

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import pytest
 
 import idl
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient, parse_metastore_uri
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient, parse_metastore_uri
+from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.server.ports import free_port
 from subscriber.protocol.errors import (
     InvalidRequestError,

@@ -15,10 +15,10 @@ from support.fixtures import POSTGRES_ADMIN
 from support.measurements import record_measurement
 
 import idl
-from catalogd.metastore import embedded
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore, process
+from catalogd.hms import embedded
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore, process
 from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
 pytestmark = pytest.mark.timeout(180)

@@ -17,7 +17,7 @@ import pytest
 from thriftpy2.thrift import TType
 
 import idl
-from catalogd.metastore.embedded import find_pyspark_jars
+from catalogd.hms.embedded import find_pyspark_jars
 
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(120)]
 

@@ -16,9 +16,9 @@ from support.measurements import record_measurement
 from support.warehouse import WarehouseSpec
 
 import idl
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 import idl
+from catalogd.conversion import objects as convert
+from catalogd.conversion.grants import load_privileges, owners_of
 from catalogd.core.catalog import Catalog
-from catalogd.metastore import convert
-from catalogd.metastore.builders import thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.grants import load_privileges, owners_of
+from catalogd.hms.builders import thrift_table
+from catalogd.hms.client import MetastoreClient
 from subscriber.privileges import PrivilegeIndex, check_privilege, principals, privileges_of
 from subscriber.protocol import codec
 

@@ -23,14 +23,14 @@ from support.spark_sql_server import SparkSql
 import idl
 from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
-from catalogd.freshness.operations import Operations
 from catalogd.freshness.sql_detection import SqlPoller
-from catalogd.freshness.table_loader import TableLoader
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
-from catalogd.metastore.sql import SqlSource
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
+from catalogd.loading.table_loader import TableLoader
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources.sql import SqlSource
+from catalogd.writes.operations import Operations
 from subscriber import CatalogSubscriber
 from subscriber.protocol.errors import NotFoundError
 

@@ -27,15 +27,15 @@ from support.measurements import record_measurement
 from support.warehouse import WarehouseSpec
 
 import idl
+from catalogd.conversion import objects as convert
+from catalogd.conversion.grants import grant_holders, load_privileges, owners_of
 from catalogd.core import cache_pools
-from catalogd.freshness.load_workers import LoadWorkers
-from catalogd.metastore import convert
-from catalogd.metastore.builders import thrift_partitions, thrift_table
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore, MariaDbBackend
-from catalogd.metastore.grants import grant_holders, load_privileges, owners_of
-from catalogd.metastore.source import MetastoreSource, ThriftSource, load_catalog, load_table
-from catalogd.metastore.sql import SqlSource, fingerprints, schema
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore, MariaDbBackend
+from catalogd.loading.workers import LoadWorkers
+from catalogd.sources import MetastoreSource, ThriftSource, load_catalog, load_table
+from catalogd.sources.sql import SqlSource, fingerprints, schema
 from subscriber.protocol import codec
 from subscriber.protocol.errors import (
     InvalidRequestError,
@@ -454,7 +454,7 @@ def test_dump_by_sql_equals_dump_by_thrift(
 def test_fingerprints_see_a_partition_parameter_change(
     catalog: EmbeddedMetastore, sql_source: SqlSource
 ) -> None:
-    from catalogd.metastore.sql import fingerprints as fp
+    from catalogd.sources.sql import fingerprints as fp
 
     def read() -> tuple[Any, ...]:
         return (

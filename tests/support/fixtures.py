@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore, PostgresBackend
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore, PostgresBackend
 from support.measurements import MEASUREMENTS, record_measurement
 from support.warehouse import WarehouseSpec, populate_warehouse
 

@@ -15,9 +15,9 @@ import copy
 from typing import Any
 
 import idl
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.grants import fetch_grants, grant_holders, owners_of
-from catalogd.metastore.source import ThriftSource, load_catalog
+from catalogd.conversion.grants import fetch_grants, grant_holders, owners_of
+from catalogd.hms.client import MetastoreClient
+from catalogd.sources import ThriftSource, load_catalog
 
 hms = idl.hive_metastore
 

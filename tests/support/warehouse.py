@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import idl
-from catalogd.metastore.builders import FORMATS
-from catalogd.metastore.client import MetastoreClient
-from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.hms.builders import FORMATS
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
 
 hms_thrift = idl.hive_metastore
 

@@ -8,7 +8,8 @@ import json
 import pytest
 
 import idl
-from catalogd.metastore import column_stats, convert
+from catalogd.conversion import column_stats
+from catalogd.conversion import objects as convert
 from catalogd.stats.publish import timestamp_text
 from subscriber.stats import partition_stats, table_stats
 

@@ -276,7 +276,7 @@ def test_the_load_workers_own_environment_variable_is_no_setting(nowhere: Path) 
     # The load workers put the main script's path in the environment for their fork
     # server; a catalogd started from such a process (or from the daemon) must not read
     # it as a setting, nor refuse to start.
-    from catalogd.freshness import forkserver_main
+    from catalogd.loading import forkserver_main
 
     config, _ = load(env={forkserver_main.MAIN_PATH: "/usr/bin/catalogd"}, default_path=nowhere)
     assert config == load(default_path=nowhere)[0]

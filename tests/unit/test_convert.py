@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import idl
-from catalogd.metastore import column_stats, convert
-from catalogd.metastore.builders import thrift_partitions, thrift_table
+from catalogd.conversion import column_stats
+from catalogd.conversion import objects as convert
+from catalogd.hms.builders import thrift_partitions, thrift_table
 from subscriber.protocol import codec, hms_partition
 from subscriber.protocol.errors import InvalidRequestError
 from subscriber.protocol.hive_types import column_type, type_name

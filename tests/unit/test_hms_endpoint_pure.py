@@ -10,7 +10,8 @@ from thriftpy2.protocol import TBinaryProtocol
 from thriftpy2.transport import TMemoryBuffer
 
 import idl
-from catalogd.metastore import builders, convert
+from catalogd.conversion import objects as convert
+from catalogd.hms import builders
 from subscriber.cache import build_view
 from subscriber.metastore import filters, framing
 from subscriber.metastore.answers import CacheAnswers, Forward

@@ -7,8 +7,8 @@ import copy
 import pytest
 
 import idl
-from catalogd.metastore import convert
-from catalogd.metastore.builders import thrift_partitions, thrift_table
+from catalogd.conversion import objects as convert
+from catalogd.hms.builders import thrift_partitions, thrift_table
 from subscriber.protocol import codec, hms_partition
 
 VALUES = [

@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from catalogd.metastore import listener
-from catalogd.metastore.embedded import deploy_templates, main
+from catalogd.hms import listener
+from catalogd.hms.embedded import deploy_templates, main
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_HMS = ROOT / "deploy" / "hms"
-STALE = "deploy/hms/{} is stale: python -m catalogd.metastore.embedded --write-templates deploy/hms"
+STALE = "deploy/hms/{} is stale: python -m catalogd.hms.embedded --write-templates deploy/hms"
 
 
 def test_deploy_templates_are_generated_from_the_harness() -> None:
@@ -42,7 +42,7 @@ def test_write_templates_writes_the_checked_in_files(tmp_path: Path) -> None:
 
 def test_python_dash_m_writes_the_templates(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "catalogd.metastore.embedded", "--write-templates", str(tmp_path)],
+        [sys.executable, "-m", "catalogd.hms.embedded", "--write-templates", str(tmp_path)],
         check=True,
         cwd=ROOT,
         timeout=60,

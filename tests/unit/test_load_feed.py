@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from catalogd.freshness.load_workers import BATCH, RANGE, TABLE, _Feed
+from catalogd.loading.workers import BATCH, RANGE, TABLE, _Feed
 from subscriber.protocol.errors import MetastoreError
 
 

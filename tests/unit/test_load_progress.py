@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from catalogd.freshness.progress import LoadProgress
+from catalogd.loading.progress import LoadProgress
 from catalogd.status import CatalogShape
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import idl
 from catalogd.core.catalog import Catalog
-from catalogd.freshness.operations import Operations
 from catalogd.freshness.polling import fingerprints
-from catalogd.freshness.table_loader import TableLoader
-from catalogd.metastore.source import InMemorySource
+from catalogd.loading.table_loader import TableLoader
 from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import InMemorySource
+from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import InvalidRequestError
 
 hms = idl.hive_metastore

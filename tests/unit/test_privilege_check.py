@@ -2,7 +2,7 @@
 
 The fixture is built the way catalogd builds it: HMS Thrift structs (as
 ``list_privileges`` and ``get_principals_in_role`` return them) go through
-:func:`catalogd.metastore.grants.privilege_objects`, then through the wire codec, then
+:func:`catalogd.conversion.grants.privilege_objects`, then through the wire codec, then
 into a :class:`PrivilegeIndex`. The integration tier does the same against a real HMS.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import idl
-from catalogd.metastore.grants import HmsGrants, owners_of, privilege_objects
+from catalogd.conversion.grants import HmsGrants, owners_of, privilege_objects
 from subscriber.privileges import (
     Principal,
     Privilege,

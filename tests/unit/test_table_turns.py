@@ -7,7 +7,7 @@ import threading
 import pytest
 from polling import wait_until
 
-from catalogd.freshness.table_locks import TableTurns
+from catalogd.writes.table_locks import TableTurns
 from subscriber.protocol.errors import BusyError
 
 pytestmark = pytest.mark.timeout(30)

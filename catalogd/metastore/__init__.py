@@ -1,1 +1,0 @@
-"""Hive Metastore adapters: the embedded harness and the Thrift client."""
