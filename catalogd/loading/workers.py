@@ -72,6 +72,7 @@ from catalogd.conversion import objects as convert
 from catalogd.core import cache_pools as caching
 from catalogd.hms.embedded.lifeline import die_with_parent
 from catalogd.loading import forkserver_main
+from catalogd.sources import bulk
 from subscriber.protocol.errors import CatalogError, MetastoreError
 
 log = logging.getLogger(__name__)
@@ -181,14 +182,14 @@ def _split(source: Any, db: str, table: str, split_above: int, workers: int) -> 
     equal size, at most ``split_above`` partitions each, so every worker gets the same
     share; ``[]`` for a table of at most ``split_above`` partitions (or a view, or an
     unpartitioned table: 0); None when ``source`` cannot read by ranges. Two queries."""
-    by_range = getattr(source, "partition_ranges", None)
-    if by_range is None:
+    bulk_source = bulk(source)
+    if bulk_source is None:
         return None
-    count = source.partition_counts(db, [table]).get(table.lower(), 0)
+    count = bulk_source.partition_counts(db, [table]).get(table.lower(), 0)
     if count <= split_above:
         return []
     shares = workers * -(-count // (workers * split_above))
-    ranges: Ranges = by_range(db, table, -(-count // shares))
+    ranges: Ranges = bulk_source.partition_ranges(db, table, -(-count // shares))
     return ranges if len(ranges) > 1 else []
 
 
@@ -231,9 +232,11 @@ def _range_payloads(
     db: str, table: str, marks: Marks, id_range: tuple[int, int | None]
 ) -> dict[str, bytes]:
     """In a worker: the encoded partitions of one of a table's ``PART_ID`` ranges."""
-    source = _worker_source()
+    source = bulk(_worker_source())
+    if source is None:
+        raise TypeError("a range of partitions needs a BulkSource")
     converter = convert.PartitionConverter(loader.hms_table(source, db, table))
-    objects = dict(map(converter, source.partitions(db, table, id_range=id_range)))
+    objects = dict(map(converter, source.partitions_in_range(db, table, id_range)))
     caching.apply_marks(objects, marks)
     return convert.encode_all(objects)
 
@@ -250,9 +253,8 @@ def _tables_payloads(db: str, names: list[str], marks: dict[str, Marks], budget:
     raises NotFoundError), larger than ``budget``, or fails to convert (the single
     load raises it), or when the source cannot read tables together.
     """
-    source = _worker_source()
-    read_together = getattr(source, "tables_partitions", None)
-    if read_together is None:
+    source = bulk(_worker_source())
+    if source is None:
         return {}, [], list(names)
     tables = {t.tableName.lower(): t for t in source.get_tables(db, names)}
     counts = source.partition_counts(db, list(tables))
@@ -270,7 +272,7 @@ def _tables_payloads(db: str, names: list[str], marks: dict[str, Marks], budget:
             chosen.append(name)
             total += count
     partitioned = [n for n in chosen if tables[n].partitionKeys and not convert.is_view(tables[n])]
-    parts = read_together(db, partitioned) if partitioned else {}
+    parts = source.tables_partitions(db, partitioned) if partitioned else {}
     payloads: dict[str, dict[str, bytes]] = {}
     for name in chosen:
         table = tables[name]

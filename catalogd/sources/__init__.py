@@ -17,14 +17,16 @@ from catalogd.sources.objects import (
     load_table,
     load_table_objects,
 )
-from catalogd.sources.protocol import MetastoreSource
+from catalogd.sources.protocol import BulkSource, MetastoreSource, bulk
 from catalogd.sources.thrift import ThriftSource
 
 __all__ = [
     "InMemorySource",
     "LoadStats",
+    "BulkSource",
     "MetastoreSource",
     "ThriftSource",
+    "bulk",
     "column_stats_of",
     "hms_table",
     "load_catalog",

@@ -12,7 +12,7 @@ notification events (the change detector); roles, memberships and grants
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 class MetastoreSource(Protocol):
@@ -71,3 +71,37 @@ class MetastoreSource(Protocol):
     def close(self) -> None:
         """Release what the source holds (a connection); it is not used afterwards."""
         ...
+
+
+@runtime_checkable
+class BulkSource(MetastoreSource, Protocol):
+    """A source that can also read in bulk: count, split and read many partitions in
+    few queries. :class:`~catalogd.sources.sql.SqlSource` is one; load workers use
+    these abilities when the source has them (:func:`bulk`) and fall back to the
+    plain :class:`MetastoreSource` calls otherwise."""
+
+    def partition_counts(self, db: str, tables: Sequence[str]) -> dict[str, int]:
+        """``{table: number of partitions}`` for the named tables of ``db`` that exist
+        (lower-case names; 0 for unpartitioned tables and views)."""
+        ...
+
+    def partition_ranges(self, db: str, table: str, size: int) -> list[tuple[int, int | None]]:
+        """Id ranges ``[first, next first)`` (the last one open: None) covering the
+        table's partitions, at most ``size`` partitions each."""
+        ...
+
+    def partitions_in_range(
+        self, db: str, table: str, id_range: tuple[int, int | None]
+    ) -> Iterator[Any]:
+        """The ``Partition`` s of one of :meth:`partition_ranges`, streamed."""
+        ...
+
+    def tables_partitions(self, db: str, tables: Sequence[str]) -> dict[str, list[Any]]:
+        """The ``Partition`` s of several small tables of ``db`` read together, by
+        lower-case table name; missing tables are left out."""
+        ...
+
+
+def bulk(source: MetastoreSource) -> BulkSource | None:
+    """``source`` as a :class:`BulkSource` when it has the bulk abilities, else None."""
+    return source if isinstance(source, BulkSource) else None

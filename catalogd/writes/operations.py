@@ -47,6 +47,7 @@ from catalogd.core.catalog import Catalog
 from catalogd.files.metadata import FileMetadata
 from catalogd.loading.workers import LoadWorkers
 from catalogd.server.thread import CatalogServer
+from catalogd.sources import bulk
 from catalogd.writes.table_locks import TableTurns
 from subscriber.protocol import codec
 from subscriber.protocol.delta import Delta
@@ -305,11 +306,11 @@ class Operations:
         """The tables among ``tables`` (lower case) :meth:`load_tables` would not read
         together with others: larger than a worker's batch (one query), or all of
         them when the source cannot count partitions."""
-        counts = getattr(self.source(), "partition_counts", None)
-        if self.workers is None or counts is None:
+        source = bulk(self.source())
+        if self.workers is None or source is None:
             return set(tables)
         budget = self.workers.batch_partitions
-        return {t for t, n in counts(db, tables).items() if n > budget}
+        return {t for t, n in source.partition_counts(db, tables).items() if n > budget}
 
     def load_tables(self, db: str, tables: Sequence[str]) -> dict[str, int | Exception]:
         """Load several placeholders of ``db`` (tables loaded meanwhile are left alone),

@@ -260,7 +260,7 @@ class SqlSource:
     def partition_ranges(self, db: str, table: str, size: int) -> list[tuple[int, int | None]]:
         """``PART_ID`` ranges ``[first, next first)`` (the last one open: None) that cover
         the table's partitions with at most ``size`` partitions each, for reading a
-        large table in parallel (:meth:`partitions` ``id_range``); one query."""
+        large table in parallel (:meth:`partitions_in_range`); one query."""
         p = s.PARTITIONS.c
         with self._conn() as conn:
             tbl_id, _, _ = self._table_ref(conn, db, table)
@@ -278,20 +278,32 @@ class SqlSource:
             )
         return [(first, nxt) for first, nxt in zip(firsts, [*firsts[1:], None], strict=True)]
 
-    def partitions(
-        self,
-        db: str,
-        table: str,
-        names: Sequence[str] | None = None,
-        *,
-        id_range: tuple[int, int | None] | None = None,
-    ) -> Iterator[Any]:
-        """The ``Partition`` s of a table (only ``names`` when given, or only those in
-        one of :meth:`partition_ranges`), streamed in batches.
+    def partitions(self, db: str, table: str, names: Sequence[str] | None = None) -> Iterator[Any]:
+        """The ``Partition`` s of a table (only ``names`` when given), streamed in batches.
 
         Raises NotFoundError (unknown table) and the errors of the class doc,
         while iterating.
         """
+        return self._partitions(db, table, names, None)
+
+    def partitions_in_range(
+        self, db: str, table: str, id_range: tuple[int, int | None]
+    ) -> Iterator[Any]:
+        """The ``Partition`` s of one of :meth:`partition_ranges`, streamed in batches.
+
+        Raises NotFoundError (unknown table) and the errors of the class doc,
+        while iterating.
+        """
+        return self._partitions(db, table, None, id_range)
+
+    def _partitions(
+        self,
+        db: str,
+        table: str,
+        names: Sequence[str] | None,
+        id_range: tuple[int, int | None] | None,
+    ) -> Iterator[Any]:
+        """:meth:`partitions` and :meth:`partitions_in_range`."""
         p = s.PARTITIONS.c
         with self._mapping(), self._conn() as conn:
             tbl_id, db_name, tbl_name = self._table_ref(conn, db, table)
