@@ -53,7 +53,7 @@ import idl
 from catalogd.core.catalog import Catalog
 from catalogd.security import curve
 from catalogd.server import requests, sockets
-from catalogd.server.config import DEFAULT_PORT, ServerConfig, ServerStats
+from catalogd.server.config import ServerConfig, ServerStats
 from catalogd.server.doorbell import Doorbell
 from catalogd.server.members import Membership
 from catalogd.server.snapshots import SnapshotJob, snapshot_frames
@@ -61,7 +61,7 @@ from subscriber.protocol import wire
 from subscriber.protocol.delta import Delta
 from subscriber.protocol.errors import CatalogError, ProtocolError, UnavailableError
 
-__all__ = ["DEFAULT_PORT", "CatalogServer", "ServerConfig", "ServerStats"]
+__all__ = ["CatalogServer", "ServerConfig", "ServerStats"]
 
 log = logging.getLogger(__name__)
 svc = idl.catalog_service

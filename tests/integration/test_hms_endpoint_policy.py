@@ -18,10 +18,10 @@ import pytest
 from polling import wait_until
 
 import idl
+from catalogd.addresses import free_port
 from catalogd.conversion import objects as convert
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.server.ports import free_port
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.sources import ThriftSource, load_catalog
 from subscriber.api import CatalogSubscriber
