@@ -41,7 +41,7 @@ def served(hms: EmbeddedMetastore) -> Iterator[tuple[CatalogServer, MetastoreEnd
             bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.1
         )
     )
-    server.preload(convert.encode_all(objects))
+    server.commit(convert.encode_all(objects)).result()
     server.start()
     try:
         with CatalogSubscriber(server.endpoint) as sub:

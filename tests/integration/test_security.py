@@ -112,7 +112,7 @@ def start(keys: Keys | None, tmp_path: Path) -> Iterator[Daemon]:
         ),
         context=security.context,
     )
-    server.preload({"DATABASE:a": b"a"})
+    server.commit({"DATABASE:a": b"a"}).result()
     server.start()
     barrier = SubscriberBarrier(lambda: dict(server.stats.subscribers), dead_after_s=5)
 
