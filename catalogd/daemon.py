@@ -29,7 +29,7 @@ from typing import Any
 from catalogd.admin.audit import admin_done, record_refusal
 from catalogd.admin.barrier import SubscriberBarrier
 from catalogd.admin.endpoint import AdminServer
-from catalogd.admin.handlers import RuntimeInfo, handlers
+from catalogd.admin.handlers import handlers
 from catalogd.config import Config, load_config
 from catalogd.core import cache_pools as caching
 from catalogd.files.metadata import FileMetadata
@@ -44,6 +44,7 @@ from catalogd.loading.table_loader import TableLoader
 from catalogd.loading.workers import LoadWorkers
 from catalogd.metrics import Metrics
 from catalogd.notify import Notifier
+from catalogd.runtime_info import Facts, Reports, RuntimeInfo
 from catalogd.security.authenticator import ADMIN, SUBSCRIBERS
 from catalogd.security.runtime import Security
 from catalogd.server.thread import CatalogServer, ServerConfig
@@ -53,13 +54,11 @@ from catalogd.sources.sql.fingerprints import partition_count
 from catalogd.state.schema import private_sqlite_file
 from catalogd.state.store import StateStore
 from catalogd.status import read_shape, status_line
-from catalogd.supervision import Signals, supervise, take_over
+from catalogd.supervision import Signals, Supervised, supervise, take_over
 from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import CatalogError
 
 log = logging.getLogger("catalogd")
-
-STOP_TIMEOUT_S = 20.0
 
 
 def serve(
@@ -80,10 +79,7 @@ def serve(
     """
     # Before anything starts a thread: the load workers are then forked from this
     # process, which has imported all they run (LoadWorkers.start).
-    workers: LoadWorkers | None = None
-    if config.hms.db_url and config.loader.processes:
-        factory = functools.partial(SqlSource, config.hms.db_url)
-        workers = LoadWorkers(factory, config.loader.processes).start()
+    workers = _start_workers(config)
     try:
         security = Security.open(config)  # an exposed address without keys starts nothing
     except BaseException:
@@ -92,174 +88,299 @@ def serve(
         raise
     signals = signals or Signals()
     signals.install()
-    notifier = Notifier(environ)
-    metrics = Metrics()
     config.data_dir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         if workers is not None:
             stack.callback(workers.close)
         stack.callback(security.close)
+        daemon = _Daemon(config, stack, security, Notifier(environ), signals, workers)
+        daemon.serve_metrics()
+        daemon.open_metastore(demo)
+        daemon.open_state()
+        daemon.make_server()
+        daemon.make_operations()
+        daemon.note_detection_baseline()
+        daemon.publish_names()
+        daemon.start_serving()
+        daemon.start_admin()
+        daemon.start_detection()
+        daemon.announce(daemon.take_over_if_standby())
+        supervise(daemon.supervised(reload_config))
+        daemon.stop_accepting()
+    log.info("stopped")
+    return 0
+
+
+def _start_workers(config: Config) -> LoadWorkers | None:
+    """The load worker processes (SQL source only), or None."""
+    if not (config.hms.db_url and config.loader.processes):
+        return None
+    factory = functools.partial(SqlSource, config.hms.db_url)
+    return LoadWorkers(factory, config.loader.processes).start()
+
+
+class _Daemon:
+    """The parts of a running daemon, made in start-up order by one method per step
+    (:func:`serve` calls them in order; each step uses only what earlier ones made).
+    Everything closable is registered on ``stack``, so it closes in reverse order."""
+
+    def __init__(
+        self,
+        config: Config,
+        stack: ExitStack,
+        security: Security,
+        notifier: Notifier,
+        signals: Signals,
+        workers: LoadWorkers | None,
+    ) -> None:
+        self.config, self.stack, self.security = config, stack, security
+        self.notifier, self.signals, self.workers = notifier, signals, workers
+        self.metrics = Metrics()
         stack.callback(notifier.close)
-        if config.metrics.bind:
-            port = metrics.start_http(config.metrics.bind)
-            stack.callback(metrics.close)
-            log.info(
-                "metrics at http://%s:%d/metrics", config.metrics.bind.rpartition(":")[0], port
-            )
-        embedded: list[Callable[[], dict[str, Any]]] = []
-        if config.hms.db_url and not config.hms.uris:
-            uri = SqlSource(config.hms.db_url).address  # no HMS needed to read the catalog
+        self.started = time.monotonic()  # reset when the names start loading
+
+    def serve_metrics(self) -> None:
+        """The Prometheus endpoint, when configured."""
+        bind = self.config.metrics.bind
+        if bind:
+            port = self.metrics.start_http(bind)
+            self.stack.callback(self.metrics.close)
+            log.info("metrics at http://%s:%d/metrics", bind.rpartition(":")[0], port)
+
+    def open_metastore(self, demo: bool) -> None:
+        """Which HMS to read (an embedded one started here, supervised), plus the demo."""
+        hms = self.config.hms
+        self.embedded: list[Callable[[], dict[str, Any]]] = []
+        if hms.db_url and not hms.uris:
+            self.uri = SqlSource(hms.db_url).address  # no HMS needed to read the catalog
         else:
-            uri = open_metastore(
-                stack, config.hms.uris, config.data_dir, supervised=embedded.append
+            self.uri = open_metastore(
+                self.stack, hms.uris, self.config.data_dir, supervised=self.embedded.append
             )
         if demo:
-            create_demo(uri, config.data_dir, config.hms.timeout_s)
+            create_demo(self.uri, self.config.data_dir, hms.timeout_s)
+
+    def open_state(self) -> None:
+        """The state store (versions, pools, audit) and, with HA, the lease keeper."""
+        config = self.config
         private_sqlite_file(config.state.url)
-        store = stack.enter_context(StateStore.open(config.state.url))
-        security.on_refused = lambda domain, address, name, reason: record_refusal(
+        store = self.stack.enter_context(StateStore.open(config.state.url))
+        self.security.on_refused = lambda domain, address, name, reason: record_refusal(
             store, domain, address, name, reason
         )
-        high_water = store.high_water_mark()
-        log.info("state store %s: versions continue after %d", store.url, high_water)
-        keeper = ha_node.open_keeper(config, store, signals.wake) if config.ha.enabled else None
-        if keeper is not None:
-            stack.callback(keeper.release)  # runs after server.close (LIFO): hand over now
-        # The loader exists before the server (whose load requests it takes) and
-        # gets the Operations, made over the server, when it starts.
-        table_loader = TableLoader(
-            pool_size=config.loader.pool_size,
-            on_loaded=lambda seconds: metrics.observe_load("table", seconds),
+        self.store = store
+        self.high_water = store.high_water_mark()
+        log.info("state store %s: versions continue after %d", store.url, self.high_water)
+        self.keeper = (
+            ha_node.open_keeper(config, store, self.signals.wake) if config.ha.enabled else None
         )
-        server = CatalogServer(
+        if self.keeper is not None:
+            self.stack.callback(self.keeper.release)  # runs after server.close (LIFO)
+
+    def make_server(self) -> None:
+        """The server thread's object (not started: its catalog fills first)."""
+        config, keeper, store = self.config, self.keeper, self.store
+        self.server = CatalogServer(
             ServerConfig(
                 bind=config.server.bind,
                 pub_bind=config.server.pub_bind,
                 advertise_host=config.server.advertise_host,
                 heartbeat_interval_s=config.server.heartbeat_interval_s,
-                start_version=high_water,
-                curve=security.server_curve,
+                start_version=self.high_water,
+                curve=self.security.server_curve,
             ),
-            context=security.context,
-            on_load_request=table_loader.request_urgent,
-            on_reload_request=table_loader.request_reload,
+            context=self.security.context,
+            on_load_request=self._load_request,
+            on_reload_request=self._reload_request,
             reserve=store.reserve if keeper is None else ha_node.fenced_reserve(keeper, store),
         )
+
+    # The server calls these on its thread, only once started; the loader (made over
+    # the Operations, made over the server) exists by then.
+    def _load_request(self, db: str, table: str) -> None:
+        self.loader.request_urgent(db, table)
+
+    def _reload_request(self, db: str, table: str) -> None:
+        self.loader.request_reload(db, table)
+
+    def make_operations(self) -> None:
+        """The write path (its sources, file metadata, load workers, cache marks) and
+        the table loader over it."""
+        config = self.config
 
         def source() -> MetastoreSource:
             if config.hms.db_url:
                 return SqlSource(config.hms.db_url)
             client = InstrumentedClient(
-                uri, metrics, timeout_s=config.hms.timeout_s, retries=config.hms.retries
+                self.uri, self.metrics, timeout_s=config.hms.timeout_s, retries=config.hms.retries
             )
             return ThriftSource(client)
 
-        ops = Operations(server, source)
-        ops.files = FileMetadata(
+        files = FileMetadata(
             config.files.tables, spark_threshold=config.files.spark_listing_threshold
         )
-        stack.callback(ops.close)
-        stack.callback(ops.files.close)  # a Spark session, if listing started one
-        ops.workers = workers
-        # Read the event id before loading, so no event after it can be missed.
-        start_event = _current_event_id(ops) if config.detector.mode != "off" else 0
-        sql_poller = SqlPoller(ops) if config.hms.db_url else None
-        if sql_poller is not None and config.detector.mode != "off":
-            sql_poller.baseline()  # before loading, like start_event
-        started = time.monotonic()
-        ops.cache_marks = caching.marks_by_table(store.list_cached())
-        ops.publish_pools(store.list_pools())
-        version = ops.load_names()  # before start(): the first snapshot has the names
+        self.ops = Operations(
+            self.server,
+            source,
+            files=files,
+            workers=self.workers,
+            cache_marks=caching.marks_by_table(self.store.list_cached()),
+        )
+        self.stack.callback(self.ops.close)
+        self.stack.callback(files.close)  # a Spark session, if listing started one
+        self.loader = TableLoader(
+            self.ops,
+            pool_size=config.loader.pool_size,
+            on_loaded=lambda seconds: self.metrics.observe_load("table", seconds),
+        )
+
+    def note_detection_baseline(self) -> None:
+        """Where change detection starts, read before loading so nothing is missed."""
+        detect = self.config.detector.mode != "off"
+        self.start_event = _current_event_id(self.ops) if detect else 0
+        self.sql_poller = SqlPoller(self.ops) if self.config.hms.db_url else None
+        if self.sql_poller is not None and detect:
+            self.sql_poller.baseline()  # before loading, like start_event
+
+    def publish_names(self) -> None:
+        """Pools, names, functions and privileges, committed before any socket is bound
+        (the first snapshot has the names); then what status reports about us."""
+        ops, config, keeper = self.ops, self.config, self.keeper
+        self.started = time.monotonic()
+        ops.publish_pools(self.store.list_pools())
+        self.version = ops.load_names()
         try:
-            version = ops.load_functions()
+            self.version = ops.load_functions()
         except CatalogError as exc:
             log.warning("loading functions failed: %s", exc)
         try:
-            version = ops.load_privileges()
+            self.version = ops.load_privileges()
         except CatalogError as exc:
             log.warning("loading privileges failed (retried by the poller): %s", exc)
-        info = RuntimeInfo(hms_address=uri, names_published_s=time.monotonic() - started)
-        info.security = security.status
-        info.ha = None if keeper is None else lambda: ha_node.describe(keeper)
-        info.embedded_hms = embedded[0] if embedded else None
-        progress = LoadProgress(_partition_counter(ops) if config.hms.db_url else None)
-        info.loading = progress.report
-        metrics.observe_load("names", time.monotonic() - started)
-        if keeper is None:
-            server.start()
-        stack.callback(server.close)
-        table_loader.start(ops)
-        stack.callback(table_loader.close)
-        queued = table_loader.enqueue_unloaded()
+        names_s = time.monotonic() - self.started
+        self.progress = LoadProgress(_partition_counter(ops) if config.hms.db_url else None)
+        self.info = RuntimeInfo(
+            facts=Facts(hms_address=self.uri, names_published_s=names_s),
+            reports=Reports(
+                security=self.security.status,
+                ha=None if keeper is None else functools.partial(ha_node.describe, keeper),
+                embedded_hms=self.embedded[0] if self.embedded else None,
+                loading=self.progress.report,
+            ),
+        )
+        self.metrics.observe_load("names", names_s)
+
+    def start_serving(self) -> None:
+        """Bind and publish (an HA standby waits for the lease), load in the background."""
+        if self.keeper is None:
+            self.server.start()
+        self.stack.callback(self.server.close)
+        self.loader.start()
+        self.stack.callback(self.loader.close)
+        self.queued = self.loader.enqueue_unloaded()
+
+    def start_admin(self) -> None:
+        """The admin endpoint (commands guarded by the lease with HA)."""
+        server, config, metrics, store = self.server, self.config, self.metrics, self.store
         dead_after = 3 * config.server.heartbeat_interval_s + 1.0
         barrier = SubscriberBarrier(lambda: dict(server.stats.subscribers), dead_after_s=dead_after)
-        admin = AdminServer(
+        table = handlers(server, self.ops, self.loader, self.info, barrier.live, store)
+        self.admin = AdminServer(
             config.server.admin_bind,
-            _guard(handlers(server, ops, table_loader, info, barrier.live, store), keeper),
+            _guard(table, self.keeper),
             barrier,
             on_done=lambda request, response, seconds: admin_done(
                 metrics, store, request, response, seconds
             ),
-            context=security.context,
-            curve=security.admin_curve,
+            context=self.security.context,
+            curve=self.security.admin_curve,
         ).start()
-        stack.callback(admin.close)
-        security.on_revoked = {SUBSCRIBERS: server.drop_connections, ADMIN: admin.drop_connections}
-        detector = ChangeDetector(
-            ops,
-            table_loader,
-            info,
+        self.stack.callback(self.admin.close)
+        self.security.on_revoked = {
+            SUBSCRIBERS: server.drop_connections,
+            ADMIN: self.admin.drop_connections,
+        }
+
+    def start_detection(self) -> None:
+        """Change detection (events or polling) and, for opted-in tables, file watching."""
+        config = self.config
+        self.detector = ChangeDetector(
+            self.ops,
+            self.loader,
+            self.info,
             interval_s=config.detector.poll_interval_s,
             mode=config.detector.mode,
             max_calls_per_s=config.detector.poll_max_calls_per_s,
-            start_event_id=start_event,
+            start_event_id=self.start_event,
             privileges_interval_s=config.detector.privileges_poll_interval_s,
-            poller=sql_poller,
+            poller=self.sql_poller,
         ).start()
-        stack.callback(detector.close)
+        self.stack.callback(self.detector.close)
         if config.detector.mode != "off":
             # Files copied into partitions behind HMS's back (opted-in tables only).
             files = FileWatcher(
-                ops,
+                self.ops,
                 interval_s=config.detector.poll_interval_s,
                 max_listings=config.files.max_listings_per_interval,
             ).start()
-            stack.callback(files.close)
-        if keeper is not None:
-            refresh = functools.partial(ha_node.refresh_from_store, ops, store)
-            version = take_over(keeper, server, admin.endpoint, metrics, notifier, signals, refresh)
-        if version >= 0:  # -1: stopped while a standby
-            log.info(
-                "initial catalog published: version %d (names of %d tables; loading them in "
-                "the background) in %.2fs; serving at %s (publisher %s, admin %s, service id %s)",
-                version,
-                queued,
-                info.names_published_s,
-                server.endpoint,
-                server.pub_endpoint,
-                admin.endpoint,
-                server.service_id,
-            )
-            notifier.ready(status_line(read_shape(server), len(server.stats.subscribers)))
-        supervise(
-            config,
-            server,
-            table_loader,
-            detector,
-            info,
-            metrics,
-            notifier,
-            signals,
-            reload_config,
-            started,
-            security,
-            progress,
+            self.stack.callback(files.close)
+
+    def take_over_if_standby(self) -> int:
+        """With HA: wait as a standby until active. Returns the version published
+        first, or -1 when stopped as a standby."""
+        if self.keeper is None:
+            return self.version
+        refresh = functools.partial(ha_node.refresh_from_store, self.ops, self.store)
+        return take_over(
+            self.keeper,
+            self.server,
+            self.admin.endpoint,
+            self.metrics,
+            self.notifier,
+            self.signals,
+            refresh,
         )
+
+    def announce(self, version: int) -> None:
+        """Log the start and send ``READY=1`` (not when stopped as a standby)."""
+        if version < 0:
+            return
+        server = self.server
+        log.info(
+            "initial catalog published: version %d (names of %d tables; loading them in "
+            "the background) in %.2fs; serving at %s (publisher %s, admin %s, service id %s)",
+            version,
+            self.queued,
+            self.info.facts.names_published_s,
+            server.endpoint,
+            server.pub_endpoint,
+            self.admin.endpoint,
+            server.service_id,
+        )
+        self.notifier.ready(status_line(read_shape(server), len(server.stats.subscribers)))
+
+    def supervised(self, reload_config: Callable[[], Config] | None) -> Supervised:
+        """What the main loop watches."""
+        return Supervised(
+            config=self.config,
+            server=self.server,
+            loader=self.loader,
+            detector=self.detector,
+            info=self.info,
+            metrics=self.metrics,
+            notifier=self.notifier,
+            signals=self.signals,
+            reload_config=reload_config,
+            started=self.started,
+            security=self.security,
+            progress=self.progress,
+        )
+
+    def stop_accepting(self) -> None:
+        """The graceful stop's first step; the stack closes the rest in reverse."""
         log.info("stopping: no new admin commands; closing sockets after a last heartbeat")
-        notifier.stopping("stopping")
-        admin.stop_accepting()
-    log.info("stopped")
-    return 0
+        self.notifier.stopping("stopping")
+        self.admin.stop_accepting()
 
 
 def _guard(table: dict[int, Any], keeper: LeaseKeeper | None) -> dict[int, Any]:

@@ -1,6 +1,6 @@
 """Operations over an in-memory metastore and an unstarted server (submissions run
 in the calling thread): one submission per load, the versions it answers, and a
-table loader made before the Operations it loads through."""
+table loader that keeps requests made before it starts."""
 
 from __future__ import annotations
 
@@ -83,11 +83,11 @@ def test_reads_answer_from_the_catalog() -> None:
     assert ops.unloaded() == [("db", "a"), ("db", "b")]
 
 
-def test_a_loader_made_before_its_operations_keeps_early_requests() -> None:
-    loader = TableLoader(pool_size=1)
-    early = loader.request("db", "a", urgent=True)  # as a subscriber's load request
+def test_a_loader_keeps_requests_made_before_it_starts() -> None:
     _, _, ops = world()
-    loader.start(ops)
+    loader = TableLoader(ops, pool_size=1)
+    early = loader.request("db", "a", urgent=True)  # as a subscriber's load request
+    loader.start()
     try:
         assert early.result(timeout=30) == ops.version()
         assert ops.is_loaded("db", "a")
