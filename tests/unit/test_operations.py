@@ -73,6 +73,15 @@ def test_only_if_unloaded_leaves_a_loaded_table_unread() -> None:
     assert fingerprints(ops.table_state("db", ["a"])) == {"a": ("1", set())}  # not re-read
 
 
+def test_loading_a_placeholder_is_one_look_and_one_commit() -> None:
+    _, server, ops = world()
+    server.submissions = 0
+    seen = ops.load_placeholder("db", "a")
+    assert server.submissions == 2
+    assert seen.presence == "placeholder" and seen.version == ops.version()
+    assert ops.load_placeholder("DB", "zzz").presence == "absent"
+
+
 def test_reads_answer_from_the_catalog() -> None:
     _, _, ops = world()
     assert ops.databases() == {"db"}
