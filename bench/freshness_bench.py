@@ -28,10 +28,10 @@ from support import synthetic
 from support.hms import BIG, add_shape_arguments, running_hms, shape_from
 from support.measure import Result, add_output_argument, finish, summarize
 
-from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.hms.client import MetastoreClient
 from catalogd.loading.table_loader import TableLoader
+from catalogd.runtime_info import RuntimeInfo
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.sources import ThriftSource
 from catalogd.writes.operations import Operations

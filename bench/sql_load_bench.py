@@ -48,7 +48,6 @@ from typing import Any
 from support import sql_catalog
 from support.measure import Result, add_output_argument, cpu_note, finish, peak_rss_bytes, rss_bytes
 
-from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.freshness.polling import Poller
 from catalogd.freshness.sql_detection import SqlPoller
@@ -56,6 +55,7 @@ from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore, PostgresBackend
 from catalogd.loading.table_loader import TableLoader
 from catalogd.loading.workers import LoadWorkers
+from catalogd.runtime_info import RuntimeInfo
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.sources import MetastoreSource, ThriftSource
 from catalogd.sources.sql import SqlSource
@@ -88,16 +88,16 @@ def published(
     yields what was loaded (unpacks as seconds to published, ops, partitions)."""
     with ExitStack() as stack:
         server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*"))
-        ops = Operations(server, factory)
-        stack.callback(ops.close)
         if processes:
             # Every load starts its workers cold, as a daemon start does: no fork server
             # left running by an earlier load (private API: multiprocessing has no other).
             multiprocessing.forkserver._forkserver._stop()  # type: ignore[attr-defined]
         started = time.monotonic()
-        if processes:
-            ops.workers = LoadWorkers(factory, processes).start()
-            stack.callback(ops.workers.close)
+        workers = LoadWorkers(factory, processes).start() if processes else None
+        if workers is not None:
+            stack.callback(workers.close)
+        ops = Operations(server, factory, workers=workers)
+        stack.callback(ops.close)
         ops.load_names()
         server.start()
         stack.callback(server.close)

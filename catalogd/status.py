@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from catalogd.core import plans
 from catalogd.core.catalog import Catalog
+from catalogd.runtime_info import RuntimeInfo
 
 if TYPE_CHECKING:
-    from catalogd.admin.handlers import RuntimeInfo
     from catalogd.loading.table_loader import TableLoader
     from catalogd.server.thread import CatalogServer
 
@@ -84,10 +84,10 @@ def status_detail(
         "service_id": server.service_id,
         "endpoint": server.endpoint,
         "pub_endpoint": server.pub_endpoint,
-        "uptime_s": round(now - info.started_at, 3),
-        "names_published_s": info.names_published_s,
-        "all_loaded_s": info.all_loaded_s,
-        "loading": info.loading() if info.loading else None,
+        "uptime_s": round(now - info.facts.started_at, 3),
+        "names_published_s": info.facts.names_published_s,
+        "all_loaded_s": info.health.all_loaded_s,
+        "loading": info.reports.loading() if info.reports.loading else None,
         "loader": {
             "queued": loader.queued,
             "loaded": loader.stats.loaded,
@@ -95,12 +95,12 @@ def status_detail(
             "failed": loader.stats.failed,
         },
         "hms": {
-            "address": info.hms_address,
-            "healthy": info.hms_healthy,
-            "error": info.hms_error,
-            "embedded": info.embedded_hms() if info.embedded_hms else None,
+            "address": info.facts.hms_address,
+            "healthy": info.health.hms_healthy,
+            "error": info.health.hms_error,
+            "embedded": info.reports.embedded_hms() if info.reports.embedded_hms else None,
         },
-        "change_detection": info.detector,
+        "change_detection": info.health.detector,
         "published": {"messages": stats.published_messages, "bytes": stats.published_bytes},
         "snapshots": stats.snapshots,
         "catch_ups": stats.catch_ups,
@@ -121,5 +121,7 @@ def status_detail(
             }
             for client, (version, seen) in sorted(dict(stats.subscribers).items())
         },
-        "security": info.security() if info.security else {"mode": "plain (loopback only)"},
+        "security": info.reports.security()
+        if info.reports.security
+        else {"mode": "plain (loopback only)"},
     }

@@ -15,9 +15,9 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from catalogd import logs
-from catalogd.admin.handlers import RuntimeInfo
 from catalogd.config import Config, ConfigError, diff
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.ha import node as ha_node
@@ -26,6 +26,7 @@ from catalogd.loading.progress import LoadProgress
 from catalogd.loading.table_loader import TableLoader
 from catalogd.metrics import Metrics
 from catalogd.notify import Notifier
+from catalogd.runtime_info import RuntimeInfo
 from catalogd.security.runtime import Security
 from catalogd.server.thread import CatalogServer
 from catalogd.status import read_shape, status_line
@@ -94,21 +95,32 @@ def take_over(
     return read_shape(server).version
 
 
-def supervise(
-    config: Config,
-    server: CatalogServer,
-    loader: TableLoader,
-    detector: ChangeDetector,
-    info: RuntimeInfo,
-    metrics: Metrics,
-    notifier: Notifier,
-    signals: Signals,
-    reload_config: Callable[[], Config] | None,
-    started: float,
-    security: Security,
-    progress: LoadProgress | None = None,
-) -> None:
+@dataclass(frozen=True)
+class Supervised:
+    """What :func:`supervise` watches: the running parts and how to reload.
+
+    ``started`` is the monotonic time the names started loading (for ``all_loaded_s``).
+    """
+
+    config: Config
+    server: CatalogServer
+    loader: TableLoader
+    detector: ChangeDetector
+    info: RuntimeInfo
+    metrics: Metrics
+    notifier: Notifier
+    signals: Signals
+    reload_config: Callable[[], Config] | None
+    started: float
+    security: Security
+    progress: LoadProgress | None = None
+
+
+def supervise(parts: Supervised) -> None:
     """The main loop: watchdog, status, metrics, reload; returns on stop."""
+    config, signals, notifier = parts.config, parts.signals, parts.notifier
+    server, metrics, health = parts.server, parts.metrics, parts.info.health
+    reports = parts.info.reports
     watchdog = notifier.watchdog_interval_s()
     tick = min(1.0, watchdog) if watchdog else 1.0
     while not signals.stop.is_set():
@@ -117,17 +129,17 @@ def supervise(
         if signals.stop.is_set():
             return
         notifier.watchdog()  # proves this loop is alive, not just a thread
-        if info.all_loaded_s is None and not loader.queued:
-            info.all_loaded_s = time.monotonic() - started
+        if health.all_loaded_s is None and not parts.loader.queued:
+            health.all_loaded_s = time.monotonic() - parts.started
             log.info(
                 "background load done: %d tables loaded, %d failed, in %.2fs",
-                loader.stats.loaded,
-                loader.stats.failed,
-                info.all_loaded_s,
+                parts.loader.stats.loaded,
+                parts.loader.stats.failed,
+                health.all_loaded_s,
             )
         shape = read_shape(server)
-        if progress is not None:
-            progress.observe(shape)
+        if parts.progress is not None:
+            parts.progress.observe(shape)
         metrics.set_catalog(
             version=shape.version,
             objects_by_type=shape.objects_by_type,
@@ -136,18 +148,18 @@ def supervise(
             delta_log_floor=shape.delta_log_floor,
         )
         metrics.update_from(server.stats, version=shape.version, now=time.time())
-        ha = info.ha() if info.ha else None
+        ha = reports.ha() if reports.ha else None
         if ha is not None:
             metrics.set_role(ha["role"])
         line = status_line(shape, len(server.stats.subscribers))
         notifier.status(ha_node.status_prefix(ha) + line)
-        metrics.set_auth_failures(security.failures())
-        if info.embedded_hms is not None:
-            metrics.set_embedded_hms(info.embedded_hms())
+        metrics.set_auth_failures(parts.security.failures())
+        if reports.embedded_hms is not None:
+            metrics.set_embedded_hms(reports.embedded_hms())
         if signals.reload.is_set():
             signals.reload.clear()
-            config = reload_live(config, server, detector, notifier, reload_config)
-            security.reload()  # revoked keys lose their live sessions now (on_revoked)
+            config = reload_live(config, server, parts.detector, notifier, parts.reload_config)
+            parts.security.reload()  # revoked keys lose their live sessions now (on_revoked)
 
 
 def reload_live(

@@ -8,15 +8,13 @@ admin endpoint maps to status codes. Handlers run on admin worker threads.
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import idl
 from catalogd.admin.endpoint import AdminResult, Handler, table_name
 from catalogd.core import cache_pools as caching
 from catalogd.loading.table_loader import TableLoader
+from catalogd.runtime_info import RuntimeInfo
 from catalogd.server.thread import CatalogServer
 from catalogd.state.store import StateStore
 from catalogd.status import status_detail
@@ -26,27 +24,6 @@ from subscriber.protocol.keys import partition_key
 
 svc = idl.catalog_service
 Cmd = svc.TAdminCommand
-
-
-@dataclass
-class RuntimeInfo:
-    """Facts about this process that status reports (set by the daemon)."""
-
-    started_at: float = field(default_factory=time.time)
-    names_published_s: float | None = None
-    all_loaded_s: float | None = None
-    hms_address: str = ""
-    hms_healthy: bool = True
-    hms_error: str | None = None
-    detector: str = "off"
-    security: Callable[[], dict[str, Any]] | None = None
-    """What status shows about keys and exposure (catalogd.security.runtime)."""
-    ha: Callable[[], dict[str, Any]] | None = None
-    """HA role, epoch, lease and peers (catalogd.ha.node.describe); None: HA off."""
-    embedded_hms: Callable[[], dict[str, Any]] | None = None
-    """The embedded HMS's supervision report (state, restarts); None: not embedded."""
-    loading: Callable[[], dict[str, Any]] | None = None
-    """Background load progress (catalogd.loading.progress.LoadProgress.report)."""
 
 
 def invalidate(ops: Operations, loader: TableLoader, request: Any) -> AdminResult:
@@ -136,7 +113,7 @@ def cache(ops: Operations, store: StateStore, request: Any) -> AdminResult:
     else:
         for partition in partitions:
             store.unmark_cached(name.db, name.table, partition)
-    ops.cache_marks = caching.marks_by_table(store.list_cached())
+    ops.set_cache_marks(caching.marks_by_table(store.list_cached()))
     version = ops.load_table(name.db, name.table)
     return AdminResult(version, {"target": str(name), "partitions": request.partitions or []})
 

@@ -32,14 +32,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.budget import CallBudget
 from catalogd.freshness.events import EventWindow, apply_events, plan_events
 from catalogd.freshness.polling import Poller
 from catalogd.loading.table_loader import TableLoader
+from catalogd.runtime_info import RuntimeInfo
 from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import CatalogError, NotFoundError, UnavailableError
 
@@ -48,19 +48,16 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class DetectorStats:
+    """The detector's counters (written by its thread; tests and benchmarks read them)
+    and where event reading stands (``last_event_id``)."""
+
     cycles: int = 0
-    events: int = 0
     duplicate_events: int = 0
-    late_events: int = 0
     event_gaps: int = 0
     hms_calls: int = 0
     reloads: int = 0
-    fingerprinted: int = 0
-    mode: str = "off"
-    last_cycle_s: float = 0.0
     last_event_id: int = 0
     errors: int = 0
-    reloaded: list[str] = field(default_factory=list)
 
 
 class ChangeDetector:
@@ -145,27 +142,26 @@ class ChangeDetector:
 
     def run_once(self) -> None:
         """One detection cycle; never raises (errors are logged and counted)."""
-        started = self._clock()
+        health = self.info.health  # this thread is its only writer
         try:
             if self._use_events():
-                self.stats.mode = self.info.detector = "events"
+                health.detector = "events"
                 self._events_cycle()
             else:
-                self.stats.mode = self.info.detector = "poll"
+                health.detector = "poll"
                 self._poll_cycle()
-            if not self.info.hms_healthy:
-                log.info("Hive Metastore at %s recovered", self.info.hms_address)
-            self.info.hms_healthy, self.info.hms_error = True, None
+            if not health.hms_healthy:
+                log.info("Hive Metastore at %s recovered", self.info.facts.hms_address)
+            health.hms_healthy, health.hms_error = True, None
         except UnavailableError as exc:
             self.stats.errors += 1
-            if self.info.hms_healthy:
+            if health.hms_healthy:
                 log.warning("Hive Metastore unreachable; serving the last catalog: %s", exc)
-            self.info.hms_healthy, self.info.hms_error = False, str(exc)
+            health.hms_healthy, health.hms_error = False, str(exc)
         except Exception:  # noqa: BLE001 - the detector must keep running
             self.stats.errors += 1
             log.exception("change detection cycle failed")
         self.stats.cycles += 1
-        self.stats.last_cycle_s = self._clock() - started
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """One HMS call, within the budget and counted."""
@@ -189,7 +185,6 @@ class ChangeDetector:
             events = [e for e in behind if e.eventId <= last] + events
         selection = self._window.select(events, last)
         self.stats.duplicate_events += selection.duplicates
-        self.stats.late_events += selection.late
         if selection.fresh:
             plan = plan_events(selection.fresh, last)
             if plan.gap is not None:
@@ -197,7 +192,6 @@ class ChangeDetector:
                 self.stats.event_gaps += 1
                 log.warning("HMS events %d..%d are gone; reloading by fingerprints", *plan.gap)
                 self._poll_cycle()
-            self.stats.events += len(selection.fresh)
             apply_events(plan, self)
         # Only now (nothing raised): these count as handled, and reading moves on.
         self._window.record(selection.fresh, now)
@@ -205,7 +199,7 @@ class ChangeDetector:
 
     def _poll_cycle(self) -> None:
         budget = max(100, int(self._max_calls_per_s * self.interval_s))
-        self.stats.fingerprinted += self._poller.cycle(budget)
+        self._poller.cycle(budget)
 
     # -- actions (for events.apply_events and polling.Poller) ------------------------------
 
@@ -216,12 +210,10 @@ class ChangeDetector:
         except NotFoundError:
             log.info("database %s dropped", db)
         self.loader.enqueue_unloaded(db)
-        self.stats.reloaded.append(f"db {db}")
 
     def reload(self, db: str, table: str) -> None:
         """Reload one table now; raises only when HMS is unreachable."""
         self.stats.reloads += 1
-        self.stats.reloaded.append(f"{db}.{table}")
         try:
             self.ops.load_table(db, table)
         except NotFoundError:
@@ -234,7 +226,6 @@ class ChangeDetector:
     def refresh_partitions(self, db: str, table: str, names: list[str]) -> None:
         """Reload the named partitions of one table now."""
         self.stats.reloads += 1
-        self.stats.reloaded.append(f"{db}.{table} ({len(names)} partitions)")
         try:
             self.ops.refresh_partitions(db, table, names)
         except NotFoundError:

@@ -35,14 +35,6 @@ from subscriber.protocol.keys import PARTITION_PREFIX
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class FileWatchStats:
-    cycles: int = 0
-    listings: int = 0
-    changed_partitions: int = 0
-    errors: int = 0
-
-
 @dataclass(frozen=True)
 class _Target:
     db: str
@@ -72,7 +64,6 @@ class FileWatcher:
         self.ops = ops
         self.interval_s = interval_s
         self.max_listings = max(1, max_listings)
-        self.stats = FileWatchStats()
         self._cursor = 0
         self._stop = threading.Event()
         self._wait = wait or (lambda event, seconds: event.wait(seconds))
@@ -106,8 +97,7 @@ class FileWatcher:
 
     def run_once(self) -> int:
         """One cycle: list up to the budget, refresh what changed. Returns the
-        partitions refreshed; never raises (errors are logged and counted)."""
-        self.stats.cycles += 1
+        partitions refreshed; never raises (errors are logged)."""
         if not self.ops.files.enabled:
             return 0
         try:
@@ -121,7 +111,6 @@ class FileWatcher:
                 [t.location for t in batch],
                 expected_files=sum(max(1, len(t.published)) for t in batch),
             )
-            self.stats.listings += len(batch)
             changed: dict[tuple[str, str], list[str | None]] = {}
             for target, files in zip(batch, listed, strict=True):
                 if files is None:
@@ -135,11 +124,9 @@ class FileWatcher:
                     self.ops.refresh_partitions(db, table, parts)
                 if len(parts) < len(names):
                     self.ops.load_table(db, table)
-                self.stats.changed_partitions += len(names)
                 log.info("files changed in %d partition(s) of %s.%s", len(names), db, table)
             return sum(len(n) for n in changed.values())
         except CatalogError as exc:
-            self.stats.errors += 1
             log.warning("file watch cycle failed: %s", exc)
             return 0
 

@@ -74,8 +74,8 @@ class SqlPoller:
         self._buckets: dict[fp.Bucket, fp.Fingerprint] = {}
         self._grants: fp.Fingerprint | None = None
         self._functions: fp.Fingerprint | None = None
-        self.queries = 0  # SQL round trips so far (for status and benchmarks)
-        self.skipped = 0  # cycles that found nothing written (one query each)
+        self.queries = 0  # SQL round trips so far (tests and benchmarks read it)
+        self.skipped = 0  # cycles that found nothing written (one query each; ditto)
         self._gate = True  # False: the write position cannot be read; always full passes
         self._marks: tuple[Any, Any] = (None, None)  # the last two write positions
 
@@ -180,9 +180,7 @@ class SqlPoller:
                 self._grants = None  # try again next cycle
         if functions != self._functions:
             self._functions = functions
-            load_functions = getattr(self._ops, "load_functions", None)
-            if load_functions is not None:
-                load_functions()
+            self._ops.load_functions()
         return len(tables)
 
 

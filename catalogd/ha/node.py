@@ -131,7 +131,7 @@ def refresh_from_store(ops: Operations, store: StateStore) -> None:
     marks) reaches this catalog before it serves. HMS changes it followed itself."""
     old = ops.cache_marks
     new = caching.marks_by_table(store.list_cached())
-    ops.cache_marks = new
+    ops.set_cache_marks(new)
     ops.publish_pools(store.list_pools())
     for db, table in sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)):
         try:

@@ -17,11 +17,7 @@ them with one ``Operations.load_tables``; tables too large to batch
 (``Operations.loads_alone``) go back to the queue and load alone, and a large table
 taken first is loaded first (its commit is the longest, so it should not come last).
 
-The loader may be made before the :class:`~catalogd.writes.operations.Operations`
-it loads through, and given them at :meth:`TableLoader.start`: the server needs
-the loader (its ``on_load_request`` is :meth:`TableLoader.request_urgent`)
-before Operations can be made over the server. Requests made before
-:meth:`~TableLoader.start` wait in the queue.
+Requests made before :meth:`~TableLoader.start` wait in the queue.
 """
 
 from __future__ import annotations
@@ -45,33 +41,32 @@ URGENT, BACKGROUND = 0, 10
 
 @dataclass
 class LoaderStats:
+    """Counts ``admin status`` shows (``loader``); written by the loader threads."""
+
     loaded: int = 0
     skipped: int = 0
     failed: int = 0
-    urgent: int = 0
-    busy_seconds: float = 0.0
-    last_idle_at: float | None = None
 
 
 class TableLoader:
     """Loads placeholder tables in the background. Thread-safe.
 
     Args:
-        ops: the operations to load through; or None, and given to :meth:`start`.
+        ops: the operations to load through.
         pool_size: loader threads.
         on_loaded: called with the seconds each successful load took.
     """
 
     def __init__(
         self,
-        ops: Operations | None = None,
+        ops: Operations,
         *,
         pool_size: int = 4,
         on_loaded: Callable[[float], None] | None = None,
     ) -> None:
         if pool_size < 1:
             raise ValueError("pool_size must be at least 1")
-        self._ops = ops
+        self.ops = ops
         self.stats = LoaderStats()
         self._on_loaded = on_loaded
         self._queue: queue.PriorityQueue[tuple[int, int, tuple[str, str]]] = queue.PriorityQueue()
@@ -89,18 +84,8 @@ class TableLoader:
             for i in range(pool_size)
         ]
 
-    @property
-    def ops(self) -> Operations:
-        if self._ops is None:
-            raise RuntimeError("the table loader has no Operations yet: pass them to start()")
-        return self._ops
-
-    def start(self, ops: Operations | None = None) -> TableLoader:
-        """Start the pool, loading through ``ops`` (or those given at construction)."""
-        if ops is not None:
-            self._ops = ops
-        if self._ops is None:
-            raise RuntimeError("TableLoader.start() needs the Operations to load through")
+    def start(self) -> TableLoader:
+        """Start the pool."""
         for thread in self._threads:
             thread.start()
         return self
@@ -125,7 +110,6 @@ class TableLoader:
             elif key in self._running or not urgent or key in self._urgent:
                 return future
             if urgent:
-                self.stats.urgent += 1
                 self._urgent.add(key)
         self._queue.put((URGENT if urgent else BACKGROUND, next(self._seq), key))
         return future
@@ -239,13 +223,15 @@ class TableLoader:
         try:
             # A reload (after a write through the HMS endpoint) may name a table
             # the catalog does not hold yet: it always loads, and counts.
-            presence = "placeholder" if reload else self.ops.presence(*key)
+            if reload:
+                presence = "placeholder"
+                version = self.ops.load_table(*key) if key[1] else self.ops.reload_database(key[0])
+            else:
+                # One look decides (placeholder, loaded or absent) and loads in the same turn.
+                seen = self.ops.load_placeholder(*key)
+                presence, version = seen.presence, seen.version
             if presence == "absent":
                 raise NotFoundError(f"table {key[0]}.{key[1]} not found")
-            if reload and not key[1]:
-                version = self.ops.reload_database(key[0])
-            else:
-                version = self.ops.load_table(*key, only_if_unloaded=not reload)
         except Exception as exc:  # noqa: BLE001 - a loader thread must survive
             error = exc
         self._finish(key, presence, version, error, time.monotonic() - started)
@@ -295,7 +281,6 @@ class TableLoader:
             self.stats.loaded += 1
         else:
             self.stats.skipped += 1  # loaded already: counts as no load
-        self.stats.busy_seconds += elapsed
         if self._on_loaded is not None and error is None:
             self._on_loaded(elapsed)
         with self._lock:
@@ -304,7 +289,6 @@ class TableLoader:
             future = self._pending.pop(key)
             again = key in self._reload  # asked to reload while loading
             if not self._pending:
-                self.stats.last_idle_at = time.monotonic()
                 self._idle.notify_all()
         if error is not None:
             future.set_exception(error)

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 import idl
-from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.hms.builders import thrift_partitions, thrift_table
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.loading.table_loader import TableLoader
+from catalogd.runtime_info import RuntimeInfo
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.sources import ThriftSource
 from catalogd.writes.operations import Operations

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 
 import idl
-from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.hms.builders import thrift_partitions, thrift_table
 from catalogd.loading.table_loader import TableLoader
+from catalogd.runtime_info import RuntimeInfo
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.sources import InMemorySource
 from catalogd.writes.operations import Operations

@@ -20,11 +20,12 @@ import idl
 from catalogd.admin.barrier import SubscriberBarrier
 from catalogd.admin.client import AdminClient
 from catalogd.admin.endpoint import AdminServer
-from catalogd.admin.handlers import RuntimeInfo, handlers
+from catalogd.admin.handlers import handlers
 from catalogd.hms.builders import thrift_partitions, thrift_table
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.loading.table_loader import TableLoader
+from catalogd.runtime_info import RuntimeInfo
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.sources import ThriftSource
 from catalogd.state.store import StateStore, sqlite_url

@@ -21,13 +21,13 @@ from support.measurements import record_measurement
 from support.spark_sql_server import SparkSql
 
 import idl
-from catalogd.admin.handlers import RuntimeInfo
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.freshness.sql_detection import SqlPoller
 from catalogd.hms.builders import thrift_partitions, thrift_table
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.loading.table_loader import TableLoader
+from catalogd.runtime_info import RuntimeInfo
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.sources.sql import SqlSource
 from catalogd.writes.operations import Operations

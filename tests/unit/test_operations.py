@@ -1,6 +1,6 @@
 """Operations over an in-memory metastore and an unstarted server (submissions run
 in the calling thread): one submission per load, the versions it answers, and a
-table loader made before the Operations it loads through."""
+table loader that keeps requests made before it starts."""
 
 from __future__ import annotations
 
@@ -73,6 +73,15 @@ def test_only_if_unloaded_leaves_a_loaded_table_unread() -> None:
     assert fingerprints(ops.table_state("db", ["a"])) == {"a": ("1", set())}  # not re-read
 
 
+def test_loading_a_placeholder_is_one_look_and_one_commit() -> None:
+    _, server, ops = world()
+    server.submissions = 0
+    seen = ops.load_placeholder("db", "a")
+    assert server.submissions == 2
+    assert seen.presence == "placeholder" and seen.version == ops.version()
+    assert ops.load_placeholder("DB", "zzz").presence == "absent"
+
+
 def test_reads_answer_from_the_catalog() -> None:
     _, _, ops = world()
     assert ops.databases() == {"db"}
@@ -83,11 +92,11 @@ def test_reads_answer_from_the_catalog() -> None:
     assert ops.unloaded() == [("db", "a"), ("db", "b")]
 
 
-def test_a_loader_made_before_its_operations_keeps_early_requests() -> None:
-    loader = TableLoader(pool_size=1)
-    early = loader.request("db", "a", urgent=True)  # as a subscriber's load request
+def test_a_loader_keeps_requests_made_before_it_starts() -> None:
     _, _, ops = world()
-    loader.start(ops)
+    loader = TableLoader(ops, pool_size=1)
+    early = loader.request("db", "a", urgent=True)  # as a subscriber's load request
+    loader.start()
     try:
         assert early.result(timeout=30) == ops.version()
         assert ops.is_loaded("db", "a")
