@@ -13,5 +13,6 @@ Modules:
 - :mod:`~catalogd.admin.client`: ``AdminClient``, one request and its answer
   over ZeroMQ (the CLI and tests use it).
 - :mod:`~catalogd.admin.cli`: ``catalogd admin ...``: argument parsing, the
-  request it sends, and how answers print.
+  request it sends, and the exit code; :mod:`~catalogd.admin.output`: how the
+  answers print as text.
 """

@@ -1,6 +1,6 @@
 """The state store's database: engine, tables, schema upgrades, error mapping.
 
-Used only by :mod:`catalogd.state.store`.
+Used only inside :mod:`catalogd.state` (the store and its SQL modules).
 
 * :func:`create_engine` builds a SQLAlchemy engine for a URL with per-backend
   settings (connect timeouts, utf8mb4 on MySQL, WAL and ``synchronous=FULL``

@@ -45,58 +45,37 @@ Thread safety: every method may be called from any thread; ``reserve`` is
 serialized by a lock. Every method blocks on database I/O, except ``reserve``
 within an already persisted block.
 
-Why one module of over 400 lines: it is the one class that writes the state database,
-and every write shares the same transaction, fencing and error-mapping discipline; the
-schema and values live in their own modules.
+Every fenced write (``reserve``, pools, marks, audit) runs in one transaction that
+is fenced first and has its driver errors mapped (``_write``). The SQL of cache pools
+and marks is :mod:`catalogd.state.pools`'s, of the audit log
+:mod:`catalogd.state.audit_log`'s, of the lease :mod:`catalogd.state.lease`'s
+(through :class:`~catalogd.state.fencing.FencedStore`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
-from datetime import datetime, timezone
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from types import EllipsisType, TracebackType
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 
-from catalogd.core.cache_pools import (
-    CacheMark,
-    CachePool,
-    check_limit,
-    check_pool_name,
-    describe_marks,
-)
+from catalogd.core.cache_pools import CacheMark, CachePool, check_limit, check_pool_name
+from catalogd.state import audit_log, pools
 from catalogd.state.fencing import FencedStore
-from catalogd.state.schema import (
-    admin_audit,
-    cache_mark,
-    cache_pool,
-    create_engine,
-    database_errors,
-    mark_id,
-    upgrade_schema,
-    version_mark,
-)
+from catalogd.state.schema import create_engine, database_errors, upgrade_schema, version_mark
 from catalogd.state.values import AuditRecord
-from subscriber.protocol.errors import (
-    ConflictError,
-    InvalidRequestError,
-    NotFoundError,
-    UnavailableError,
-)
+from subscriber.protocol.errors import InvalidRequestError, UnavailableError
 
 __all__ = ["AuditRecord", "CacheMark", "CachePool", "StateStore", "sqlite_url"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BLOCK = 1000
-# How many of a pool's users a CONFLICT error names.
-_NAMED_USERS = 10
 
 
 def sqlite_url(path: str) -> str:
@@ -129,6 +108,13 @@ class StateStore(FencedStore):
         if self._closed:
             raise UnavailableError(f"state store {self.url} is closed: cannot {doing}")
         return database_errors(self._engine, doing)
+
+    @contextmanager
+    def _write(self, doing: str) -> Iterator[sa.Connection]:
+        """A write transaction: driver errors mapped (:meth:`_db`), fenced first."""
+        with self._db(doing), self._engine.begin() as conn:
+            self._fence(conn)
+            yield conn
 
     @classmethod
     def open(
@@ -207,8 +193,7 @@ class StateStore(FencedStore):
             if version <= self._reserved:
                 return self._reserved
             wanted = version + self._block - 1
-            with self._db("persist the version high-water mark"), self._engine.begin() as conn:
-                self._fence(conn)
+            with self._write("persist the version high-water mark") as conn:
                 conn.execute(
                     version_mark.update().values(
                         mark=sa.case(
@@ -228,7 +213,7 @@ class StateStore(FencedStore):
             self._reserved = mark
             return mark
 
-    # -- cache pools
+    # -- cache pools (catalogd.state.pools)
 
     def add_pool(
         self, name: str, owner: str | None = None, limit_bytes: int | None = None
@@ -240,18 +225,8 @@ class StateStore(FencedStore):
             ConflictError: a pool of that name exists.
         """
         pool = CachePool(check_pool_name(name), owner, check_limit(limit_bytes))
-        with self._db(f"add cache pool {pool.name!r}"), self._engine.begin() as conn:
-            self._fence(conn)
-            if _pool_row(conn, pool.name) is not None:
-                raise ConflictError(f"cache pool {pool.name!r} already exists")
-            try:
-                conn.execute(
-                    cache_pool.insert().values(
-                        name=pool.name, owner=pool.owner, limit_bytes=pool.limit_bytes
-                    )
-                )
-            except sa_exc.IntegrityError as exc:  # a concurrent add won the race
-                raise ConflictError(f"cache pool {pool.name!r} already exists") from exc
+        with self._write(f"add cache pool {pool.name!r}") as conn:
+            pools.add_pool(conn, pool)
         return pool
 
     def alter_pool(
@@ -273,15 +248,8 @@ class StateStore(FencedStore):
             changes["owner"] = owner
         if limit_bytes is not ...:
             changes["limit_bytes"] = check_limit(limit_bytes)
-        with self._db(f"alter cache pool {key!r}"), self._engine.begin() as conn:
-            self._fence(conn)
-            if _pool_row(conn, key) is None:
-                raise NotFoundError(f"cache pool {key!r} does not exist")
-            if changes:
-                conn.execute(cache_pool.update().where(cache_pool.c.name == key).values(changes))
-            row = _pool_row(conn, key)
-        assert row is not None
-        return CachePool.from_row(row)
+        with self._write(f"alter cache pool {key!r}") as conn:
+            return pools.alter_pool(conn, key, changes)
 
     def remove_pool(self, name: str) -> CachePool:
         """Delete an unused pool; returns what it was.
@@ -291,30 +259,15 @@ class StateStore(FencedStore):
             ConflictError: tables or partitions are still cached in it (named).
         """
         key = check_pool_name(name)
-        with self._db(f"remove cache pool {key!r}"), self._engine.begin() as conn:
-            self._fence(conn)
-            row = _pool_row(conn, key)
-            if row is None:
-                raise NotFoundError(f"cache pool {key!r} does not exist")
-            users = [
-                CacheMark.from_row(r)
-                for r in conn.execute(sa.select(cache_mark).where(cache_mark.c.pool == key))
-            ]
-            if users:
-                raise ConflictError(
-                    f"cache pool {key!r} is in use by {describe_marks(users, _NAMED_USERS)}; "
-                    "uncache them first"
-                )
-            conn.execute(cache_pool.delete().where(cache_pool.c.name == key))
-        return CachePool.from_row(row)
+        with self._write(f"remove cache pool {key!r}") as conn:
+            return pools.remove_pool(conn, key)
 
     def list_pools(self) -> list[CachePool]:
         """Every pool, sorted by name."""
         with self._db("list cache pools"), self._engine.connect() as conn:
-            pools = [CachePool.from_row(r) for r in conn.execute(sa.select(cache_pool))]
-        return sorted(pools, key=lambda p: p.name)
+            return pools.list_pools(conn)
 
-    # -- cache marks
+    # -- cache marks (catalogd.state.pools)
 
     def mark_cached(self, db: str, table: str, partition: str | None, pool: str) -> CacheMark:
         """Mark a table (``partition`` None) or one partition as cached in ``pool``.
@@ -327,24 +280,8 @@ class StateStore(FencedStore):
             InvalidRequestError: empty db or table name.
         """
         mark = CacheMark.of(db, table, partition, check_pool_name(pool))
-        with self._db(f"mark {mark.display_name} cached"), self._engine.begin() as conn:
-            self._fence(conn)
-            if _pool_row(conn, mark.pool) is None:
-                raise NotFoundError(f"cache pool {mark.pool!r} does not exist")
-            ident = mark_id(mark.db, mark.table, mark.partition)
-            updated = conn.execute(
-                cache_mark.update().where(cache_mark.c.id == ident).values(pool=mark.pool)
-            ).rowcount
-            if not updated:
-                conn.execute(
-                    cache_mark.insert().values(
-                        id=ident,
-                        db=mark.db,
-                        tbl=mark.table,
-                        partition_name=mark.partition or "",
-                        pool=mark.pool,
-                    )
-                )
+        with self._write(f"mark {mark.display_name} cached") as conn:
+            pools.mark_cached(conn, mark)
         return mark
 
     def unmark_cached(self, db: str, table: str, partition: str | None) -> list[CacheMark]:
@@ -355,17 +292,8 @@ class StateStore(FencedStore):
         partition's.
         """
         probe = CacheMark.of(db, table, partition, "")
-        where = sa.and_(cache_mark.c.db == probe.db, cache_mark.c.tbl == probe.table)
-        if partition is not None:
-            where = cache_mark.c.id == mark_id(probe.db, probe.table, probe.partition)
-        with self._db(f"uncache {probe.display_name}"), self._engine.begin() as conn:
-            self._fence(conn)
-            removed = [
-                CacheMark.from_row(r) for r in conn.execute(sa.select(cache_mark).where(where))
-            ]
-            if removed:
-                conn.execute(cache_mark.delete().where(where))
-        return sorted(removed, key=CacheMark.sort_key)
+        with self._write(f"uncache {probe.display_name}") as conn:
+            return pools.unmark_cached(conn, probe)
 
     def list_cached(self, pool: str | None = None) -> list[CacheMark]:
         """Every cache mark (of one pool), sorted by db, table, partition.
@@ -373,18 +301,11 @@ class StateStore(FencedStore):
         Raises:
             NotFoundError: ``pool`` names no pool.
         """
-        query = sa.select(cache_mark)
         key = None if pool is None else check_pool_name(pool)
         with self._db("list cache marks"), self._engine.connect() as conn:
-            if key is not None:
-                if _pool_row(conn, key) is None:
-                    raise NotFoundError(f"cache pool {key!r} does not exist")
-                query = query.where(cache_mark.c.pool == key)
-            marks = [CacheMark.from_row(r) for r in conn.execute(query)]
-        # Sorted here: collations differ between backends.
-        return sorted(marks, key=CacheMark.sort_key)
+            return pools.list_cached(conn, key)
 
-    # -- admin audit log
+    # -- admin audit log (catalogd.state.audit_log)
 
     def record_admin(
         self,
@@ -403,27 +324,9 @@ class StateStore(FencedStore):
         Raises:
             InvalidRequestError: empty command, or ``args`` not JSON-serializable.
         """
-        if not command:
-            raise InvalidRequestError("an audit record needs a command name")
-        try:
-            args_json = json.dumps(dict(args), sort_keys=True, default=_reject)
-        except (TypeError, ValueError) as exc:
-            raise InvalidRequestError(f"audit args of {command!r} are not JSON: {exc}") from exc
-        with self._db(f"record admin command {command!r}"), self._engine.begin() as conn:
-            self._fence(conn)
-            result = conn.execute(
-                admin_audit.insert().values(
-                    at_us=_to_epoch_us(at),
-                    command=command,
-                    args=args_json,
-                    requester=requester,
-                    outcome=outcome,
-                    version=version,
-                )
-            )
-            key = result.inserted_primary_key
-            assert key is not None  # a single-row insert always has one
-            return int(key[0])
+        args_text = audit_log.args_json(command, args)
+        with self._write(f"record admin command {command!r}") as conn:
+            return audit_log.append(conn, command, args_text, requester, outcome, version, at)
 
     def audit(self, limit: int = 50) -> list[AuditRecord]:
         """The newest ``limit`` audit records, newest first.
@@ -433,21 +336,5 @@ class StateStore(FencedStore):
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidRequestError(f"limit must be an integer >= 1, not {limit!r}")
-        query = sa.select(admin_audit).order_by(admin_audit.c.id.desc()).limit(limit)
         with self._db("read the audit log"), self._engine.connect() as conn:
-            return [AuditRecord.from_row(r) for r in conn.execute(query)]
-
-
-def _pool_row(conn: sa.Connection, name: str) -> sa.Row[Any] | None:
-    return conn.execute(sa.select(cache_pool).where(cache_pool.c.name == name)).first()
-
-
-def _to_epoch_us(at: datetime) -> int:
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
-    delta = at - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _reject(value: object) -> object:
-    raise TypeError(f"{type(value).__name__} is not JSON-serializable")
+            return audit_log.newest(conn, limit)

@@ -16,29 +16,8 @@ reads them from the files' footers while the scan runs, and :func:`finish`
 puts them in, or aggregates them after all (:func:`_rescan`) where a footer
 does not give them exactly or describes other files than the scan read.
 
-Where the time goes (measured, ``bench/stats_bench.py``, Spark's event log):
-a typed aggregate such as ``hll_sketch_agg`` puts the whole aggregation in an
-interpreted ``ObjectHashAggregate``, where the sketches took ~1.1 s of a
-3.1 s stage on 10M rows x 4 columns and counts and min/max ~0.9 s (0.5 s in
-generated code). So the rows first pass through a narrow projection, which
-whole-stage code generation compiles: values that are sketched by their hash
-are hashed there (``xxhash64``), string and binary lengths are taken there,
-and only fixed-width columns (plus the ones min/max needs) reach the
-aggregation; what the footers give is not aggregated at all. Partition columns
-are not aggregated either: within a partition they are constant, so their
-figures follow exactly from the group keys (distinct counts of partition
-columns are exact).
-
-Distinct counts: DataSketches HLL with ``lgConfigK`` = :data:`LG_CONFIG_K` (12):
-relative standard error :data:`NDV_RSE` ≈ 1.6 % (Spark's own ``ANALYZE`` uses
-HLL++ with ``spark.sql.statistics.ndv.maxError`` = 5 %). Integers and longs
-are sketched as they are, timestamps as their microseconds since the epoch
-(``unix_micros``, the value their min/max are aggregated over too); every other
-type by its ``xxhash64`` (collisions are negligible at 64 bits; unlike the
-sketch's own string input, an empty string counts as a value, as it does for
-Spark's HLL++).
-
-Timestamps reach Python only as those microseconds (an ``int``), never as
+Timestamps reach Python only as their microseconds since the epoch
+(``unix_micros``, an ``int``), never as
 ``datetime``: PySpark would convert them in the Python process's local time
 zone, and years outside 1-9999 (which Spark's timestamps can hold) do not fit
 a ``datetime``. :mod:`catalogd.stats.publish` writes them as Spark's ``ANALYZE``
@@ -48,205 +27,44 @@ File counts and bytes come from listing each partition directory through
 Hadoop's ``FileSystem`` (:mod:`catalogd.files.spark_listing`: any scheme Spark
 can read), skipping hidden files (``_``/``.`` prefixes, ``._COPYING_`` copies in
 progress, as Spark's file index does).
+
+This module runs the Spark side (:func:`plan`, :func:`scan`, :func:`finish`); the SQL
+text per column, its cost and the distinct-count sketch are
+:mod:`catalogd.stats.aggregates`'s, turning the scan's rows into figures
+:mod:`catalogd.stats.folding`'s, the values :mod:`catalogd.stats.results`'.
 """
 
 from __future__ import annotations
 
-import math
-import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from catalogd.stats.aggregates import (
+    FOOTER_BOUNDS,
+    NULL_PARTITION_VALUE,
+    column_aggregates,
+    column_inputs,
+    filter_sql,
+    prefix,
+    quote,
+    supported_columns,
+)
+from catalogd.stats.folding import fold, partition, partition_name, values_of
 from catalogd.stats.footers import Figures, Wanted
+from catalogd.stats.results import ColumnResult, PartitionResult, TableResult
 
-LG_CONFIG_K = 12
-NDV_RSE = 1.04 / math.sqrt(2**LG_CONFIG_K)
-NULL_PARTITION_VALUE = "__HIVE_DEFAULT_PARTITION__"
-
-_INTEGRAL = ("ByteType", "ShortType", "IntegerType", "LongType")
-_FRACTIONAL = ("FloatType", "DoubleType")
-_ORDERABLE = (*_INTEGRAL, *_FRACTIONAL, "DecimalType", "DateType", "TimestampType")
-# Sketched (and min/max'ed) as a long: the value itself, or what _value_sql makes of it.
-_SKETCHED_AS_IS = ("IntegerType", "LongType", "TimestampType")
-_LENGTHS = ("StringType", "BinaryType")
-# Whose min/max the footers may give (decimals too, when stored as integers).
-_FOOTER_BOUNDS = ("ByteType", "ShortType", "IntegerType", "LongType", "DateType")
-_SUPPORTED = (*_ORDERABLE, "BooleanType", "StringType", "BinaryType")
-
-
-@dataclass(frozen=True)
-class ColumnResult:
-    """One column's statistics over a table or a partition.
-
-    ``kind`` is the Spark type name (``LongType``...). ``low``/``high`` are
-    Python values (None for unorderable types or all-null columns), for
-    timestamps the microseconds since 1970-01-01 00:00:00 UTC (an ``int``);
-    lengths are in characters (strings) or bytes (binaries), None for other
-    types.
-    """
-
-    name: str
-    kind: str
-    rows: int
-    nulls: int
-    distinct: int
-    low: Any = None
-    high: Any = None
-    total_len: int | None = None
-    max_len: int | None = None
-    trues: int | None = None
-    falses: int | None = None
-
-    @property
-    def avg_len(self) -> float | None:
-        non_null = self.rows - self.nulls
-        if self.total_len is None:
-            return None
-        return self.total_len / non_null if non_null else 0.0
-
-
-@dataclass(frozen=True)
-class PartitionResult:
-    """Basic and column statistics of one partition (``name`` "" for the table)."""
-
-    name: str
-    values: tuple[str, ...]
-    rows: int
-    columns: dict[str, ColumnResult] = field(default_factory=dict)
-    files: int = 0
-    bytes: int = 0
-
-
-@dataclass(frozen=True)
-class TableResult:
-    """What one job computed: the table level and each partition it read."""
-
-    db: str
-    table: str
-    partition_columns: tuple[str, ...]
-    table_level: PartitionResult
-    partitions: tuple[PartitionResult, ...]
-    footer_columns: tuple[str, ...] = ()  # whose nulls (and min/max) the footers gave
-
-
-def kind_of(data_type: Any) -> str:
-    return type(data_type).__name__
-
-
-def supported_columns(schema: Any, wanted: Sequence[str] | None) -> list[tuple[str, str]]:
-    """The (name, kind) of the columns to compute statistics for."""
-    want = {w.lower() for w in wanted} if wanted else None
-    out = []
-    for f in schema.fields:
-        # Partition columns too, as Spark's ANALYZE ... FOR ALL COLUMNS does
-        # (they get Spark's keys only: HMS keeps no statistics for them).
-        if want is not None and f.name.lower() not in want:
-            continue
-        if kind_of(f.dataType) in _SUPPORTED:
-            out.append((f.name, kind_of(f.dataType)))
-    return out
-
-
-def _prefix(name: str) -> str:
-    # Short aliases that survive any column name (spaces, dots, backticks).
-    return f"c_{zlib.crc32(name.encode()):08x}_"
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _value_sql(kind: str, col: str) -> str:
-    """The value min/max and the sketch read: timestamps as their microseconds
-    since the epoch (a long: the same order, one value per instant, and no
-    time zone on the way to Python), anything else as it is."""
-    return f"unix_micros({col})" if kind == "TimestampType" else col
-
-
-def _inputs(name: str, kind: str, deferred: Wanted | None = None) -> list[str]:
-    """What the narrow (code-generated) projection hands the aggregation for one
-    data column (SQL): the value (:func:`_value_sql`) where min/max, true/false
-    counts or the sketch read it as is, its ``xxhash64`` where it is sketched by
-    hash, its length for strings and binaries. ``deferred``: the figures the
-    footers give instead (the non-null count, and min/max when
-    ``deferred.bounds``)."""
-    col, p = _quote(name), _prefix(name)
-    out = []
-    if _needs_value(kind, deferred):
-        out.append(f"{_value_sql(kind, col)} AS {p}v")
-    if kind not in _SKETCHED_AS_IS and kind != "BooleanType":
-        out.append(f"CASE WHEN {col} IS NOT NULL THEN xxhash64({col}) END AS {p}h")
-    if kind in _LENGTHS:
-        out.append(f"length({col}) AS {p}l")
-    return out
-
-
-def _needs_value(kind: str, deferred: Wanted | None) -> bool:
-    bounds_here = kind in _ORDERABLE and not (deferred and deferred.bounds)
-    return kind in _SKETCHED_AS_IS or kind == "BooleanType" or bounds_here
-
-
-def _aggregates(name: str, kind: str, deferred: Wanted | None = None) -> list[tuple[str, str]]:
-    """The aggregates of one data column over the columns :func:`_inputs` made:
-    (SQL, alias) pairs."""
-    p = _prefix(name)
-    value = f"{p}v" if _needs_value(kind, deferred) else f"{p}h"
-    aggs = []
-    if deferred is None:
-        aggs.append((f"count({value})", "nn"))
-    if kind != "BooleanType":
-        sketched = f"{p}v" if kind in _SKETCHED_AS_IS else f"{p}h"
-        aggs.append((f"hll_sketch_agg({sketched}, {LG_CONFIG_K})", "hll"))
-    if (kind in _ORDERABLE or kind == "BooleanType") and not (deferred and deferred.bounds):
-        aggs += [(f"min({p}v)", "lo"), (f"max({p}v)", "hi")]
-    if kind in _LENGTHS:
-        aggs += [(f"sum({p}l)", "tl"), (f"max({p}l)", "ml")]
-    if kind == "BooleanType":
-        aggs += [(f"count_if({p}v)", "t"), (f"count_if(NOT {p}v)", "f")]
-    return [(sql, p + alias) for sql, alias in aggs]
-
-
-def _column(row: dict[str, Any], name: str, kind: str, rows: int, distinct: int) -> ColumnResult:
-    p = _prefix(name)
-    nn = row[p + "nn"] or 0
-    trues, falses = row.get(p + "t"), row.get(p + "f")
-    if kind == "BooleanType":
-        distinct = int(bool(trues)) + int(bool(falses))
-    return ColumnResult(
-        name=name,
-        kind=kind,
-        rows=rows,
-        nulls=rows - nn,
-        distinct=distinct,
-        low=row.get(p + "lo"),
-        high=row.get(p + "hi"),
-        total_len=row.get(p + "tl") if kind in _LENGTHS else None,
-        max_len=row.get(p + "ml") if kind in _LENGTHS else None,
-        trues=trues,
-        falses=falses,
-    )
-
-
-def _key_column(name: str, kind: str, rows: int, value: Any) -> ColumnResult:
-    """A partition column within one partition, where it is the constant ``value``."""
-    present = value is not None
-    size = len(value) if present and kind in _LENGTHS else None
-    boolean = kind == "BooleanType"
-    bound = value if present and (kind in _ORDERABLE or boolean) else None
-    return ColumnResult(
-        name=name,
-        kind=kind,
-        rows=rows,
-        nulls=0 if present else rows,
-        distinct=int(present),
-        low=bound,
-        high=bound,
-        total_len=size * rows if size is not None else None,
-        max_len=size,
-        trues=(rows if value is True else 0) if boolean else None,
-        falses=(rows if value is False else 0) if boolean else None,
-    )
+# The result values are re-exported: catalogd.stats.publish imports them from here.
+__all__ = [
+    "ColumnResult",
+    "PartitionResult",
+    "Plan",
+    "TableResult",
+    "compute",
+    "finish",
+    "plan",
+    "scan",
+]
 
 
 def _filtered(df: Any, partition_filter: Sequence[dict[str, str]]) -> Any:
@@ -320,7 +138,7 @@ def plan(
         if kind == "BooleanType":
             continue
         precision = getattr(types[name], "precision", 0)
-        bounds = kind in _FOOTER_BOUNDS or (kind == "DecimalType" and precision <= 18)
+        bounds = kind in FOOTER_BOUNDS or (kind == "DecimalType" and precision <= 18)
         scale = getattr(types[name], "scale", 0)
         deferred[name] = Wanted(name, kind, bounds, precision, scale)
     return Plan(
@@ -350,13 +168,13 @@ def scan(plan: Plan) -> list[dict[str, Any]]:
     """
     keys = [f"k{i}" for i in range(len(plan.partition_columns))]
     stamps = {i for i, _, kind in plan.key_cols if kind == "TimestampType"}
-    inputs = [f"{_quote(k)} AS k{i}" for i, k in enumerate(plan.partition_columns)]
+    inputs = [f"{quote(k)} AS k{i}" for i, k in enumerate(plan.partition_columns)]
     aggs = [("count(1)", "rows")]
     for name, kind in plan.data:
-        inputs += _inputs(name, kind, plan.deferred.get(name))
-        aggs += _aggregates(name, kind, plan.deferred.get(name))
-    where, args = _where(plan.partition_filter)
-    source = f"SELECT {', '.join(inputs) or '1'} FROM {_quote(plan.db)}.{_quote(plan.table)}"
+        inputs += column_inputs(name, kind, plan.deferred.get(name))
+        aggs += column_aggregates(name, kind, plan.deferred.get(name))
+    where, args = filter_sql(plan.partition_filter)
+    source = f"SELECT {', '.join(inputs) or '1'} FROM {quote(plan.db)}.{quote(plan.table)}"
     selected = ", ".join([*keys, *(f"{sql} AS {alias}" for sql, alias in aggs)])
     grouped = f"SELECT {selected} FROM ({source}{where})"
     if keys:
@@ -371,24 +189,6 @@ def scan(plan: Plan) -> list[dict[str, Any]]:
     query = f"SELECT {', '.join(outer)} FROM ({grouped})"
     spark = plan.df.sparkSession
     return [r.asDict() for r in spark.sql(query, args=args or None).collect()]
-
-
-def _where(partition_filter: Sequence[dict[str, str]]) -> tuple[str, dict[str, str]]:
-    """A WHERE clause selecting these partitions, and its parameters."""
-    if not partition_filter:
-        return "", {}
-    args: dict[str, str] = {}
-    alternatives = []
-    for spec in partition_filter:
-        terms = []
-        for k, v in spec.items():
-            if v == NULL_PARTITION_VALUE:
-                terms.append(f"{_quote(k)} IS NULL")
-            else:
-                args[f"v{len(args)}"] = v
-                terms.append(f"CAST({_quote(k)} AS STRING) = :v{len(args) - 1}")
-        alternatives.append("(" + (" AND ".join(terms) or "TRUE") + ")")
-    return " WHERE " + " OR ".join(alternatives), args
 
 
 def finish(
@@ -410,13 +210,13 @@ def finish(
     missing = _fill_from_footers(plan, part_rows, footer_figures)
     if missing:
         _rescan(plan, part_rows, missing)
-    sketches = [_prefix(n) + "hll" for n, k in plan.data if k != "BooleanType"]
+    sketches = [prefix(n) + "hll" for n, k in plan.data if k != "BooleanType"]
     totals = {s: part_rows[0][s + "_all"] for s in sketches} if part_rows else {}
     for i, name, _ in plan.key_cols:
         distinct_values = {row[f"k{i}"] for row in part_rows} - {None}
-        totals[_prefix(name) + "hll"] = len(distinct_values)
-    partitions = [_partition(row, keys, plan.data, plan.key_cols) for row in part_rows]
-    table_level = _fold(partitions, plan.cols, totals)
+        totals[prefix(name) + "hll"] = len(distinct_values)
+    partitions = [partition(row, keys, plan.data, plan.key_cols) for row in part_rows]
+    table_level = fold(partitions, plan.cols, totals)
     return TableResult(
         db=plan.db,
         table=plan.table,
@@ -456,7 +256,7 @@ def _fill_from_footers(
     if not plan.deferred:
         return {}
     keys = plan.keys
-    named = {_partition_name(keys, _values(row, len(keys))): row for row in part_rows}
+    named = {partition_name(keys, values_of(row, len(keys))): row for row in part_rows}
     if figures is None or any(
         (figures[n].rows if n in figures else 0) != (named[n]["rows"] if n in named else 0)
         for n in {*named, *figures}
@@ -471,7 +271,7 @@ def _fill_from_footers(
         if not exact:
             missing[name] = wanted
             continue
-        p = _prefix(name)
+        p = prefix(name)
         for row, f in each:
             row[p + "nn"] = row["rows"] - (f.nulls or 0)
             if wanted.bounds:
@@ -488,7 +288,7 @@ def _rescan(plan: Plan, part_rows: list[dict[str, Any]], missing: Mapping[str, W
     inputs = [F.col(f"`{k}`").cast("string").alias(f"s{i}") for i, k in enumerate(keys)]
     aggs = []
     for name, wanted in missing.items():
-        col, p = F.col(f"`{name}`"), _prefix(name)
+        col, p = F.col(f"`{name}`"), prefix(name)
         aggs.append(F.count(col).alias(p + "nn"))
         if wanted.bounds:
             aggs += [F.min(col).alias(p + "lo"), F.max(col).alias(p + "hi")]
@@ -500,69 +300,7 @@ def _rescan(plan: Plan, part_rows: list[dict[str, Any]], missing: Mapping[str, W
     for row in part_rows:
         figures = found.get(tuple(row[n] for n in names), {})
         for name, wanted in missing.items():
-            p = _prefix(name)
+            p = prefix(name)
             row[p + "nn"] = figures.get(p + "nn", 0)
             if wanted.bounds:
                 row[p + "lo"], row[p + "hi"] = figures.get(p + "lo"), figures.get(p + "hi")
-
-
-def _values(row: dict[str, Any], n: int) -> tuple[str, ...]:
-    return tuple(NULL_PARTITION_VALUE if row[f"s{i}"] is None else row[f"s{i}"] for i in range(n))
-
-
-def _partition(
-    row: dict[str, Any],
-    keys: Sequence[str],
-    data: Sequence[tuple[str, str]],
-    key_cols: Sequence[tuple[int, str, str]],
-) -> PartitionResult:
-    """One grouped row as a partition's figures (data columns aggregated, key
-    columns from the group's key values)."""
-    values = _values(row, len(keys))
-    rows = row["rows"]
-    columns = {n: _column(row, n, k, rows, row.get(_prefix(n) + "hll") or 0) for n, k in data}
-    for i, name, kind in key_cols:
-        columns[name] = _key_column(name, kind, rows, row[f"k{i}"])
-    return PartitionResult(
-        name=_partition_name(keys, values), values=values, rows=rows, columns=columns
-    )
-
-
-def _fold(
-    parts: Sequence[PartitionResult], cols: Sequence[tuple[str, str]], totals: dict[str, Any]
-) -> PartitionResult:
-    """Table-level figures from the partitions' (and the merged sketches')."""
-    rows = sum(p.rows for p in parts)
-    columns = {}
-    for name, kind in cols:
-        each = [p.columns[name] for p in parts]
-        lows = [c.low for c in each if c.low is not None]
-        highs = [c.high for c in each if c.high is not None]
-        lens = [c.total_len for c in each if c.total_len is not None]
-        maxes = [c.max_len for c in each if c.max_len is not None]
-        trues = sum(c.trues or 0 for c in each)
-        falses = sum(c.falses or 0 for c in each)
-        distinct = int(totals.get(_prefix(name) + "hll") or 0)
-        if kind == "BooleanType":
-            distinct = int(trues > 0) + int(falses > 0)
-        string_like = kind in ("StringType", "BinaryType")
-        columns[name] = ColumnResult(
-            name=name,
-            kind=kind,
-            rows=rows,
-            nulls=sum(c.nulls for c in each),
-            distinct=distinct,
-            low=min(lows) if lows else None,
-            high=max(highs) if highs else None,
-            total_len=sum(lens) if string_like else None,
-            max_len=(max(maxes) if maxes else 0) if string_like else None,
-            trues=trues if kind == "BooleanType" else None,
-            falses=falses if kind == "BooleanType" else None,
-        )
-    return PartitionResult(name="", values=(), rows=rows, columns=columns)
-
-
-def _partition_name(columns: Sequence[str], values: Sequence[str]) -> str:
-    from subscriber.protocol.keys import make_partition_name
-
-    return make_partition_name([c.lower() for c in columns], list(values)) if columns else ""

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from catalogd.files.spark_listing import SparkLister
 from catalogd.hms.client import MetastoreClient
 from catalogd.stats import compute, footers, publish
+from catalogd.stats.results import ColumnResult, PartitionResult, TableResult
 from subscriber.protocol.errors import InvalidRequestError
 from subscriber.protocol.files import FileInfo
 from subscriber.protocol.keys import make_partition_name, parse_partition_name
@@ -34,7 +35,7 @@ FOOTERS_MIN_BYTES = 64 << 20
 class JobReport:
     """What one run did: the figures and the HMS calls it took."""
 
-    result: compute.TableResult
+    result: TableResult
     hms_calls: int
     partitions_skipped: int = 0
     scan_s: float = 0.0  # the Spark aggregation
@@ -101,9 +102,7 @@ def run_job(
             listed.paths[""] = _paths(table.sd.location, whole)
         listing, hms_parts, skipped = listed.figures, listed.parts, listed.skipped
         if keys and incremental and not listed.todo:
-            empty = compute.TableResult(
-                db, name, tuple(keys), compute.PartitionResult("", (), 0), ()
-            )
+            empty = TableResult(db, name, tuple(keys), PartitionResult("", (), 0), ())
             return JobReport(empty, 0, skipped, list_s=listed.seconds)
         if keys and (incremental or specs):
             specs = listed.todo
@@ -290,10 +289,10 @@ def _paths(location: str, files: Sequence[FileInfo]) -> list[str]:
     return [f"{base}/{f.relative_path}" for f in files]
 
 
-def _empty(part_name: str, result: compute.TableResult) -> compute.PartitionResult:
+def _empty(part_name: str, result: TableResult) -> PartitionResult:
     values = tuple(v for _, v in parse_partition_name(part_name))
     columns = {
-        n: compute.ColumnResult(
+        n: ColumnResult(
             name=n,
             kind=c.kind,
             rows=0,
@@ -304,11 +303,11 @@ def _empty(part_name: str, result: compute.TableResult) -> compute.PartitionResu
         )
         for n, c in result.table_level.columns.items()
     }
-    return compute.PartitionResult(name=part_name, values=values, rows=0, columns=columns)
+    return PartitionResult(name=part_name, values=values, rows=0, columns=columns)
 
 
 def _table_totals(
-    client: MetastoreClient, db: str, name: str, result: compute.TableResult
+    client: MetastoreClient, db: str, name: str, result: TableResult
 ) -> tuple[int, int, int]:
     """(rows, files, bytes) of the whole table: fresh figures for the partitions
     just computed, HMS's parameters for the others."""

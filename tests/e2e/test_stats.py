@@ -27,7 +27,7 @@ from support.catalogd_process import CatalogdProcess
 
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.stats.compute import NDV_RSE
+from catalogd.stats.aggregates import NDV_RSE
 from catalogd.stats.job import run_job
 from subscriber.api import CatalogSubscriber
 from subscriber.stats import partition_stats, table_stats

@@ -22,7 +22,7 @@ import pytest
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.stats import compute, footers
-from catalogd.stats.compute import NDV_RSE
+from catalogd.stats.aggregates import NDV_RSE
 from catalogd.stats.job import run_job
 
 pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(600)]

@@ -11,7 +11,8 @@ import pytest
 
 import idl
 from catalogd.admin import cli as admin_cli
-from catalogd.admin.cli import format_status, request_fields
+from catalogd.admin.cli import request_fields
+from catalogd.admin.output import duration, format_status
 from catalogd.cli import build_parser
 from subscriber.protocol.errors import InvalidRequestError
 
@@ -297,4 +298,4 @@ def test_status_summary_survives_missing_keys() -> None:
     ],
 )
 def test_durations_are_rounded(seconds: float | None, text: str) -> None:
-    assert admin_cli._duration(seconds) == text
+    assert duration(seconds) == text

@@ -2,9 +2,13 @@
 
 :mod:`.schema` declares the HMS 2.3 tables (SQLAlchemy Core) and checks the
 schema version; :mod:`.structs` assembles storage descriptors and parameter
-maps set by set; :mod:`.grants` reads roles, grants and functions;
-:mod:`.source` is :class:`SqlSource`, the
-:class:`~catalogd.sources.MetastoreSource` over all of them.
+maps set by set; :mod:`.tables` reads databases and tables, :mod:`.partitions`
+partitions (in batches, by name, by ``PART_ID`` range, several tables at once),
+:mod:`.notifications` the notification log, :mod:`.grants` roles, grants and
+functions, :mod:`.column_stats` table column statistics; :mod:`.fingerprints`
+summarizes the metastore for change detection. :mod:`.source` is
+:class:`SqlSource`, the :class:`~catalogd.sources.BulkSource` over all of them
+(engine, read-only sessions, connections, error mapping).
 """
 
 from catalogd.sources.sql.source import SqlSource

@@ -1,4 +1,3 @@
-# ruff: noqa: SIM300  (UPPER_CASE schema columns look like constants to ruff: `col == value` is right)
 """A :class:`~catalogd.sources.MetastoreSource` reading the HMS backing database.
 
 :class:`SqlSource` answers every question catalogd asks a metastore with a few
@@ -23,49 +22,37 @@ gets from HMS, so the catalog objects made from them are identical.
 
 Thread-safety: one source per thread (the engine's pool is per source).
 
-Why one module of just over 400 lines: it implements the whole MetastoreSource protocol
-over SQL; the schema, struct building, grants, statistics and fingerprints are separate
-modules.
+This module is the facade: the engine, read-only sessions, connections and error
+mapping. The queries are functions over a connection in the modules named at each
+group of methods (:mod:`.tables`, :mod:`.partitions`, :mod:`.notifications`,
+:mod:`.grants`, :mod:`.column_stats`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy import event, select
+from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
-import idl
-from catalogd.sources.sql import column_stats
+from catalogd.sources.sql import column_stats, notifications
 from catalogd.sources.sql import grants as sql_grants
+from catalogd.sources.sql import partitions as sql_partitions
 from catalogd.sources.sql import schema as s
-from catalogd.sources.sql.structs import (
-    as_bool,
-    kept,
-    member,
-    params_of,
-    principal_type,
-    storage_descriptors,
-)
-from catalogd.sources.sql.structs import (
-    bounds_of as _bounds,
-)
+from catalogd.sources.sql import tables as sql_tables
 from subscriber.protocol.errors import (
     InvalidRequestError,
     MetastoreError,
     MetastoreUnavailableError,
-    NotFoundError,
 )
 
 __all__ = ["SqlSource"]
 
-hms = idl.hive_metastore
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
@@ -160,123 +147,53 @@ class SqlSource:
             )
         return MetastoreError(f"reading the metastore database {self.address} failed: {first}")
 
-    def _db_id(self, conn: Connection, name: str) -> int:
-        db_id = conn.execute(select(s.DBS.c.DB_ID).where(s.DBS.c.NAME == name.lower())).scalar()
-        if db_id is None:
-            raise NotFoundError(f"database {name.lower()} not found in {self.address}")
-        return int(db_id)
-
-    # -- databases and tables ------------------------------------------------------------
+    # -- databases and tables (catalogd.sources.sql.tables) ----------------------------
 
     @_mapped
     def database_names(self) -> list[str]:
         with self._conn() as conn:
-            return list(conn.execute(select(s.DBS.c.NAME).order_by(s.DBS.c.NAME)).scalars())
+            return sql_tables.database_names(conn)
 
     @_mapped
     def get_database(self, name: str) -> Any:
-        d = s.DBS.c
         with self._conn() as conn:
-            row = conn.execute(select(s.DBS).where(d.NAME == name.lower())).first()
-            if row is None:
-                raise NotFoundError(f"database {name.lower()} not found in {self.address}")
-            params = params_of(conn, s.DATABASE_PARAMS, select(sa.literal(row.DB_ID)))
-        return hms.Database(
-            name=row.NAME,
-            description=row.DESC,
-            locationUri=row.DB_LOCATION_URI,
-            parameters=dict(params.get(row.DB_ID, {})),
-            ownerName=row.OWNER_NAME,
-            ownerType=principal_type(row.OWNER_TYPE),
-        )
+            return sql_tables.get_database(conn, name, self.address)
 
     @_mapped
     def table_names(self, db: str) -> list[str]:
-        t = s.TBLS.c
         with self._conn() as conn:
-            db_id = self._db_id(conn, db)
-            rows = conn.execute(select(t.TBL_NAME).where(t.DB_ID == db_id).order_by(t.TBL_NAME))
-            return list(rows.scalars())
+            return sql_tables.table_names(conn, db, self.address)
 
     @_mapped
     def get_tables(self, db: str, names: Sequence[str]) -> list[Any]:
         if not names:
             return []
-        t, d = s.TBLS.c, s.DBS.c
-        wanted = sorted({n.lower() for n in names})
         with self._conn() as conn:
-            db_row = conn.execute(select(d.DB_ID, d.NAME).where(d.NAME == db.lower())).first()
-            if db_row is None:
-                return []
-            where = sa.and_(t.DB_ID == db_row.DB_ID, t.TBL_NAME.in_(wanted))
-            rows = conn.execute(select(s.TBLS).where(where).order_by(t.TBL_NAME)).all()
-            if not rows:
-                return []
-            ids = select(t.TBL_ID).where(where).scalar_subquery()
-            params = params_of(conn, s.TABLE_PARAMS, ids)
-            sds = storage_descriptors(conn, select(t.SD_ID).where(where).scalar_subquery())
-            keys = _partition_keys(conn, ids)
-        return [
-            hms.Table(
-                tableName=r.TBL_NAME,
-                dbName=db_row.NAME,
-                owner=r.OWNER,
-                createTime=r.CREATE_TIME,
-                lastAccessTime=r.LAST_ACCESS_TIME,
-                retention=r.RETENTION,
-                sd=sds.get(r.SD_ID),
-                partitionKeys=keys.get(r.TBL_ID, []),
-                parameters=dict(params.get(r.TBL_ID, {})),
-                viewOriginalText=r.VIEW_ORIGINAL_TEXT,
-                viewExpandedText=r.VIEW_EXPANDED_TEXT,
-                tableType=r.TBL_TYPE,
-                rewriteEnabled=as_bool(r.IS_REWRITE_ENABLED),
-            )
-            for r in rows
-        ]
+            return sql_tables.get_tables(conn, db, names)
 
-    # -- partitions ---------------------------------------------------------------------
+    @_mapped
+    def table_column_statistics(self, db: str, table: str, columns: Sequence[str]) -> list[Any]:
+        """HMS's table-level ``ColumnStatisticsObj`` s for ``columns`` (``TAB_COL_STATS``)."""
+        with self._conn() as conn:
+            tbl_id, _, _ = sql_tables.table_ref(conn, db, table, self.address)
+            return column_stats.table_column_statistics(conn, tbl_id, columns)
 
-    def _table_ref(self, conn: Connection, db: str, table: str) -> tuple[int, str, str]:
-        t, d = s.TBLS.c, s.DBS.c
-        row = conn.execute(
-            select(t.TBL_ID, d.NAME, t.TBL_NAME)
-            .select_from(s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID))
-            .where(d.NAME == db.lower(), t.TBL_NAME == table.lower())
-        ).first()
-        if row is None:
-            raise NotFoundError(f"table {db.lower()}.{table.lower()} not found in {self.address}")
-        return int(row[0]), row[1], row[2]
+    # -- partitions (catalogd.sources.sql.partitions) -----------------------------------
 
     @_mapped
     def partition_names(self, db: str, table: str) -> list[str]:
-        p = s.PARTITIONS.c
         with self._conn() as conn:
-            tbl_id, _, _ = self._table_ref(conn, db, table)
-            rows = conn.execute(select(p.PART_NAME).where(p.TBL_ID == tbl_id).order_by(p.PART_NAME))
-            return list(rows.scalars())
+            tbl_id, _, _ = sql_tables.table_ref(conn, db, table, self.address)
+            return sql_partitions.partition_names(conn, tbl_id)
 
     @_mapped
     def partition_ranges(self, db: str, table: str, size: int) -> list[tuple[int, int | None]]:
         """``PART_ID`` ranges ``[first, next first)`` (the last one open: None) that cover
         the table's partitions with at most ``size`` partitions each, for reading a
         large table in parallel (:meth:`partitions_in_range`); one query."""
-        p = s.PARTITIONS.c
         with self._conn() as conn:
-            tbl_id, _, _ = self._table_ref(conn, db, table)
-            numbered = (
-                select(p.PART_ID, sa.func.row_number().over(order_by=p.PART_ID).label("n"))
-                .where(p.TBL_ID == tbl_id)
-                .subquery()
-            )
-            firsts = list(
-                conn.execute(
-                    select(numbered.c.PART_ID)
-                    .where((numbered.c.n - 1) % size == 0)
-                    .order_by(numbered.c.PART_ID)
-                ).scalars()
-            )
-        return [(first, nxt) for first, nxt in zip(firsts, [*firsts[1:], None], strict=True)]
+            tbl_id, _, _ = sql_tables.table_ref(conn, db, table, self.address)
+            return sql_partitions.partition_ranges(conn, tbl_id, size)
 
     def partitions(self, db: str, table: str, names: Sequence[str] | None = None) -> Iterator[Any]:
         """The ``Partition`` s of a table (only ``names`` when given), streamed in batches.
@@ -303,24 +220,18 @@ class SqlSource:
         names: Sequence[str] | None,
         id_range: tuple[int, int | None] | None,
     ) -> Iterator[Any]:
-        """:meth:`partitions` and :meth:`partitions_in_range`."""
-        p = s.PARTITIONS.c
+        """:meth:`partitions` and :meth:`partitions_in_range`: one connection per batch."""
         with self._mapping(), self._conn() as conn:
-            tbl_id, db_name, tbl_name = self._table_ref(conn, db, table)
+            tbl_id, db_name, tbl_name = sql_tables.table_ref(conn, db, table, self.address)
         owner = {tbl_id: (db_name, tbl_name)}
         if names is not None:
             for start in range(0, len(names), 1000):
-                chunk = list(names[start : start + 1000])
-                where = sa.and_(p.TBL_ID == tbl_id, p.PART_NAME.in_(chunk))
+                where = sql_partitions.by_names(tbl_id, names[start : start + 1000])
                 yield from self._partition_batch(where, owner)[0]
             return
         first, end = id_range or (None, None)
         while True:
-            where = p.TBL_ID == tbl_id
-            if end is not None:
-                where = sa.and_(where, p.PART_ID < end)
-            if first is not None:
-                where = sa.and_(where, p.PART_ID >= first)
+            where = sql_partitions.in_range(tbl_id, first, end)
             batch, last = self._partition_batch(
                 where, owner, limit=self.partition_batch, tbl_id=tbl_id
             )
@@ -335,16 +246,8 @@ class SqlSource:
         (lower-case names; 0 for unpartitioned tables and views); one query."""
         if not tables:
             return {}
-        t, p = s.TBLS.c, s.PARTITIONS.c
-        tables_of_db, named = _named_tables(db, tables)
         with self._conn() as conn:
-            rows = conn.execute(
-                select(t.TBL_NAME, sa.func.count(p.PART_ID))
-                .select_from(tables_of_db.outerjoin(s.PARTITIONS, p.TBL_ID == t.TBL_ID))
-                .where(named)
-                .group_by(t.TBL_NAME)
-            ).all()
-        return {name.lower(): int(count) for name, count in rows}
+            return sql_partitions.partition_counts(conn, db, tables)
 
     @_mapped
     def tables_partitions(self, db: str, tables: Sequence[str]) -> dict[str, list[Any]]:
@@ -354,27 +257,14 @@ class SqlSource:
         so the caller bounds the total (:meth:`partition_counts`)."""
         if not tables:
             return {}
-        t, d, p = s.TBLS.c, s.DBS.c, s.PARTITIONS.c
-        tables_of_db, named = _named_tables(db, tables)
         with self._conn() as conn:
-            refs = conn.execute(
-                select(t.TBL_ID, d.NAME, t.TBL_NAME).select_from(tables_of_db).where(named)
-            ).all()
-        owners = {int(tbl_id): (db_name, tbl_name) for tbl_id, db_name, tbl_name in refs}
+            owners = sql_partitions.table_owners(conn, db, tables)
         result: dict[str, list[Any]] = {tbl_name.lower(): [] for _, tbl_name in owners.values()}
         if owners:
-            partitions, _ = self._partition_batch(p.TBL_ID.in_(sorted(owners)), owners)
-            for part in partitions:
+            where = s.PARTITIONS.c.TBL_ID.in_(sorted(owners))
+            for part in self._partition_batch(where, owners)[0]:
                 result[part.tableName.lower()].append(part)
         return result
-
-    @contextlib.contextmanager
-    def _mapping(self) -> Iterator[None]:
-        """Map SQLAlchemy errors raised inside (for generators, which ``_mapped`` cannot wrap)."""
-        try:
-            yield
-        except SQLAlchemyError as exc:
-            raise self._map_error(exc) from exc
 
     def _partition_batch(
         self,
@@ -384,96 +274,29 @@ class SqlSource:
         limit: int | None = None,
         tbl_id: int | None = None,
     ) -> tuple[list[Any], int]:
-        """Every partition matching ``where`` (a PARTITIONS predicate on tables among
-        ``owners``: ``TBL_ID`` -> (database, table) as stored), in ``PART_ID`` order, in
-        10 queries on one connection, and the last ``PART_ID`` read; with ``limit`` (and
-        ``tbl_id``, the one table), only the first ``limit`` of them by ``PART_ID``."""
-        p, kv = s.PARTITIONS.c, s.PARTITION_KEY_VALS.c
+        """:func:`~catalogd.sources.sql.partitions.read_batch` on a connection of its own."""
         with self._mapping(), self._conn() as conn:
-            query = select(p.PART_ID, p.CREATE_TIME, p.LAST_ACCESS_TIME, p.SD_ID, p.TBL_ID).where(
-                where
-            )
-            rows = conn.execute(query.order_by(p.PART_ID).limit(limit)).all()
-            if not rows:
-                return [], 0
-            if limit is not None:
-                where = sa.and_(p.TBL_ID == tbl_id, p.PART_ID.between(rows[0][0], rows[-1][0]))
-            ids = select(p.PART_ID).where(where).scalar_subquery()
-            part_range = (rows[0][0], rows[-1][0])  # rows are in PART_ID order
-            part_ids = {r[0] for r in rows}
-            values: dict[int, list[str]] = defaultdict(list)
-            for part_id, value in kept(
-                conn.execute(
-                    select(kv.PART_ID, kv.PART_KEY_VAL)
-                    .where(member(kv.PART_ID, ids, part_range, part_ids))
-                    .order_by(kv.PART_ID, kv.INTEGER_IDX)
-                ).all(),
-                part_ids,
-            ):
-                values[part_id].append(value)
-            params = params_of(conn, s.PARTITION_PARAMS, ids, part_range, part_ids)
-            sd_ids = select(p.SD_ID).where(where).scalar_subquery()
-            sd_known = {r[3] for r in rows if r[3] is not None}
-            sds = storage_descriptors(conn, sd_ids, _bounds(r[3] for r in rows), sd_known)
-        new_partition, values_get, params_get, sds_get = (
-            hms.Partition,
-            values.get,
-            params.get,
-            sds.get,
-        )
-        partitions = [
-            new_partition(
-                values=values_get(part_id) or [],
-                dbName=owners[tbl][0],
-                tableName=owners[tbl][1],
-                createTime=create_time,
-                lastAccessTime=last_access_time,
-                sd=sds_get(sd_id),
-                parameters=params_get(part_id) or {},
-            )
-            for part_id, create_time, last_access_time, sd_id, tbl in rows
-        ]
-        return partitions, rows[-1][0]
+            return sql_partitions.read_batch(conn, where, owners, limit=limit, tbl_id=tbl_id)
 
-    @_mapped
-    def table_column_statistics(self, db: str, table: str, columns: Sequence[str]) -> list[Any]:
-        """HMS's table-level ``ColumnStatisticsObj`` s for ``columns`` (``TAB_COL_STATS``)."""
-        with self._conn() as conn:
-            tbl_id, _, _ = self._table_ref(conn, db, table)
-            return column_stats.table_column_statistics(conn, tbl_id, columns)
+    @contextlib.contextmanager
+    def _mapping(self) -> Iterator[None]:
+        """Map SQLAlchemy errors raised inside (for generators, which ``_mapped`` cannot wrap)."""
+        try:
+            yield
+        except SQLAlchemyError as exc:
+            raise self._map_error(exc) from exc
 
-    # -- notification events ------------------------------------------------------------
+    # -- notification events (catalogd.sources.sql.notifications) -----------------------
 
     @_mapped
     def current_notification_id(self) -> int:
         with self._conn() as conn:
-            next_id = conn.execute(
-                select(sa.func.max(s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID))
-            ).scalar()
-        return max(0, int(next_id) - 1) if next_id is not None else 0
+            return notifications.current_notification_id(conn)
 
     @_mapped
     def next_notifications(self, last_event: int, max_events: int) -> list[Any]:
-        n = s.NOTIFICATION_LOG.c
         with self._conn() as conn:
-            rows = conn.execute(
-                select(s.NOTIFICATION_LOG)
-                .where(n.EVENT_ID > last_event)
-                .order_by(n.EVENT_ID)
-                .limit(max_events)
-            ).all()
-        return [
-            hms.NotificationEvent(
-                eventId=r.EVENT_ID,
-                eventTime=r.EVENT_TIME,
-                eventType=r.EVENT_TYPE,
-                dbName=r.DB_NAME,
-                tableName=r.TBL_NAME,
-                message=r.MESSAGE,
-                messageFormat=r.MESSAGE_FORMAT,
-            )
-            for r in rows
-        ]
+            return notifications.next_notifications(conn, last_event, max_events)
 
     # -- roles and grants (catalogd.sources.sql.grants) --------------------------------
 
@@ -512,24 +335,3 @@ class SqlSource:
 
     def close(self) -> None:
         self._engine.dispose()
-
-
-def _named_tables(db: str, tables: Sequence[str]) -> tuple[Any, Any]:
-    """``TBLS`` joined with ``DBS``, and the predicate selecting ``tables`` of ``db``."""
-    t, d = s.TBLS.c, s.DBS.c
-    wanted = sorted({n.lower() for n in tables})
-    return s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID), sa.and_(
-        d.NAME == db.lower(), t.TBL_NAME.in_(wanted)
-    )
-
-
-def _partition_keys(conn: Connection, tbl_ids: Any) -> dict[int, list[Any]]:
-    k = s.PARTITION_KEYS.c
-    result: dict[int, list[Any]] = defaultdict(list)
-    for tbl_id, name, type_, comment in conn.execute(
-        select(k.TBL_ID, k.PKEY_NAME, k.PKEY_TYPE, k.PKEY_COMMENT)
-        .where(k.TBL_ID.in_(tbl_ids))
-        .order_by(k.TBL_ID, k.INTEGER_IDX)
-    ).all():
-        result[tbl_id].append(hms.FieldSchema(name=name, type=type_, comment=comment))
-    return result
