@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -91,12 +92,16 @@ def main_script_of(entry: str) -> str | None:
 def _main_script() -> str | None:
     """The path multiprocessing gives every process it starts as the script to run
     first: ``__main__``'s file when it was run as a script (``python -m`` runs
-    ``__main__`` by module name instead: not ours to change)."""
+    ``__main__`` by module name instead: not ours to change), absolute and normalized
+    as multiprocessing makes it. A script's ``__file__`` is absolute; a relative one
+    (``<stdin>`` for ``python -``) is joined with the current directory, where
+    multiprocessing takes the one it was imported in: the same unless the process
+    changed directory (catalogd never does)."""
     main = sys.modules["__main__"]
     path = getattr(main, "__file__", None)
     if getattr(main, "__spec__", None) is not None or not isinstance(path, str):
         return None
-    return path  # absolute for a script since Python 3.9
+    return os.path.normpath(os.path.abspath(path))
 
 
 def _context(fork: bool) -> BaseContext:

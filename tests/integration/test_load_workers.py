@@ -34,11 +34,14 @@ def test_close_kills_a_stuck_worker_within_its_timeout() -> None:
         workers.table_payloads("db", "t")
 
 
-def test_workers_never_run_the_daemons_main_script(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stdin", [False, True])
+def test_workers_never_run_the_daemons_main_script(tmp_path: Path, stdin: bool) -> None:
     # multiprocessing runs the parent's main script again in every process it starts
     # (CPython 3.11's fork server skips the preload meant to do it once); the workers
     # need nothing from it, and a script's imports delayed a load's first task. A
     # thread runs, as in a running daemon: the workers come from the fork server.
+    # Read from stdin (``python -``), the script has a ``__file__`` (``<stdin>``) that
+    # names no file: a worker that tried to run it would die.
     ran = tmp_path / "ran"
     script = tmp_path / "daemon_script.py"
     script.write_text(
@@ -59,8 +62,15 @@ def test_workers_never_run_the_daemons_main_script(tmp_path: Path) -> None:
         "    assert dict(os.environ) == environ, 'the environment was changed'\n"
         "    print('ok')\n"
     )
+    command = [sys.executable, "-"] if stdin else [sys.executable, str(script)]
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+        command,
+        input=script.read_text() if stdin else None,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
