@@ -4,8 +4,8 @@
 
     .venv/bin/python bench/cache_vs_hms.py [--data-dir DIR] [--hms-calls 500]
 
-The benchmark HMS (``support/hms.py``) is loaded with the loader, ``preload``-ed
-into an in-process :class:`CatalogServer` on loopback and served to a
+The benchmark HMS (``support/hms.py``) is loaded with the loader, committed
+(before ``start``) into an in-process :class:`CatalogServer` on loopback and served to a
 :class:`CatalogSubscriber` in this process (as in a Spark driver). Then:
 
 (a) ``get_table("bench.t0000")`` from the cache vs HMS ``get_table`` on the same
@@ -161,10 +161,10 @@ def run(uri: str, hms_calls: int, cache_calls: int, warm_rounds: int) -> list[Re
         started = time.monotonic()
         objects, stats = load_catalog(ThriftSource(client))
         server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*"))
-        server.preload(convert.encode_all(objects))
+        server.commit(convert.encode_all(objects)).result()
         print(
             f"  loaded {stats.tables} tables, {stats.partitions} partitions from HMS and "
-            f"preloaded in {time.monotonic() - started:.1f} s"
+            f"committed in {time.monotonic() - started:.1f} s"
         )
         tables = sorted(t for t in client.get_all_tables(synthetic.DB) if t != BIG)
         dts = sorted(

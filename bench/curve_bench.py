@@ -89,7 +89,7 @@ def serving(mode: str, keys: Path, catalog: Iterator[dict[str, bytes]]) -> Itera
     )
     server = CatalogServer(config, context=context)
     for changes in catalog:
-        server.preload(changes)
+        server.commit(changes).result()
     server.start()
     try:
         yield server

@@ -45,11 +45,11 @@ import sqlalchemy as sa
 from support.measure import Result, add_output_argument, cpu_note, finish, percentile
 
 import idl
+from catalogd.addresses import free_port
 from catalogd.admin.client import AdminClient
 from catalogd.hms.builders import thrift_table
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 
 Cmd = idl.catalog_service.TAdminCommand

@@ -6,7 +6,7 @@
 
 The benchmark HMS (``support/hms.py``; ``bench.big`` has ``--big-dts x --big-regions``
 partitions, 10,000 at full size) is loaded into an in-process catalogd
-(:class:`CatalogServer`, preloaded) and a subscriber in this process serves an HMS
+(:class:`CatalogServer`, committed before it starts) and a subscriber in this process serves an HMS
 endpoint whose upstream is a counting relay in front of HMS. Two PySpark sessions
 (child processes, ``tests/support/spark_sql_server.py``) run the same statements,
 one at the relay ("direct"), one at the endpoint; each statement is timed by Spark's
@@ -110,7 +110,7 @@ def run(uri: str, repeats: int, seconds: float, clients: int) -> list[Result]:
         names = client.get_partition_names(synthetic.DB, BIG)
     dts = sorted({n.split("/")[0].split("=")[1] for n in names})
     server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*"))
-    server.preload(convert.encode_all(objects))
+    server.commit(convert.encode_all(objects)).result()
     del objects
     print(f"  catalog: {stats.tables} tables, {stats.partitions} partitions")
     relay = relay_mod.CountingRelay(uri)

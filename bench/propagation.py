@@ -246,7 +246,7 @@ def run(
     catalog: dict[str, bytes] = {}
     for table_payloads in synthetic.catalog_payloads(tables, 10, 10):
         catalog.update(table_payloads)
-    server.preload(catalog)
+    server.commit(catalog).result()
     server.start()
     results = []
     try:

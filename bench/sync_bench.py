@@ -8,7 +8,7 @@ Builds ``tables`` tables of ``dts * regions`` partitions each (default 1,000 x
 1,000 = 1M) from realistic HMS structs converted with
 :mod:`catalogd.conversion.objects`, exactly as the loader does, and caches the
 encoded payloads in ``--data-dir`` (building 1M takes minutes; later runs
-reuse the file). The payloads are ``preload``-ed into an in-process
+reuse the file). The payloads are committed (before ``start``) into an in-process
 :class:`CatalogServer`; then one subscriber process (``support/subscriber_process.py
 sync``) measures ``start()`` -> ``wait_synced`` and its RSS before and after.
 
@@ -33,6 +33,8 @@ import zmq
 from support import synthetic
 from support.measure import Result, add_output_argument, cpu_note, finish
 
+from catalogd.core.catalog import Catalog
+from catalogd.server.snapshots import snapshot_frames
 from catalogd.server.thread import CatalogServer, ServerConfig
 
 HERE = Path(__file__).resolve().parent
@@ -76,6 +78,19 @@ def cached_catalog(data_dir: Path, tables: int, dts: int, regions: int) -> Itera
                 return
 
 
+def snapshot_of(service_id: str, config: ServerConfig, catalog: Catalog) -> list[bytes]:
+    """Every frame of a whole-catalog snapshot, as the server streams it to a joining peer."""
+    return list(
+        snapshot_frames(
+            catalog,
+            service_id=service_id,
+            request_id=None,
+            databases=None,
+            chunk_size=config.snapshot_chunk,
+        )
+    )
+
+
 def run(
     data_dir: Path, tables: int, dts: int, regions: int, timeout_s: float = 600
 ) -> list[Result]:
@@ -88,13 +103,13 @@ def run(
     print(f"  catalog in memory: {len(changes)} objects in {time.monotonic() - started:.1f} s")
     server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*"))
     started = time.monotonic()
-    server.preload(changes)
-    preload_s = time.monotonic() - started
+    server.commit(changes).result()
+    commit_s = time.monotonic() - started
     del changes
-    # The server's own snapshot generator (private, used read-only before start()):
+    # The server's own snapshot generator, run through submit() before start():
     # exactly the encoding work it does for a joining subscriber.
     started = time.monotonic()
-    frames = list(server._snapshot_frames(None, None))  # noqa: SLF001
+    frames = server.submit(partial(snapshot_of, server.service_id, server.config)).result()
     encode_s = time.monotonic() - started
     snapshot_bytes = sum(len(f) for f in frames)
     del frames
@@ -151,7 +166,7 @@ def run(
             note=f"{snapshot_bytes / 2**20:.1f} MiB in frames, "
             f"{snapshot_bytes / partitions:.0f} B/partition",
         ),
-        Result("sync: server preload (commit into the core)", preload_s, "s"),
+        Result("sync: server preload (commit into the core)", commit_s, "s"),
     ]
 
 

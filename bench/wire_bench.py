@@ -97,7 +97,7 @@ def run(dts: int, regions: int) -> list[Result]:
     header = f"TABLE:{synthetic.DB}.{TABLE}"
     part_keys = [k for k in catalog if k.startswith("HDFS_PARTITION:")]
     server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.2))
-    server.preload(catalog)
+    server.commit(catalog).result()
     server.start()
     sub: zmq.Socket = zmq.Context.instance().socket(zmq.SUB)
     sub.setsockopt(zmq.RCVHWM, 0)

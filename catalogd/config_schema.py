@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalogd.admin.endpoint import DEFAULT_ADMIN_PORT
-from catalogd.hms.client import parse_metastore_uri
-from catalogd.server.thread import DEFAULT_PORT
+from catalogd.addresses import DEFAULT_ADMIN_PORT, DEFAULT_PORT, parse_metastore_uri
 from subscriber.protocol.errors import InvalidRequestError
 
 DEFAULT_PATH = Path("/etc/catalogd/catalogd.toml")

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from catalogd.server.ports import free_port
+from catalogd.addresses import free_port
 
 
 class Catalogd:

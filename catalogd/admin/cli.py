@@ -24,7 +24,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from catalogd.admin.endpoint import DEFAULT_ADMIN_PORT
+from catalogd.addresses import DEFAULT_ADMIN_PORT
 from subscriber.protocol.errors import InvalidRequestError
 from subscriber.protocol.keys import TableName
 

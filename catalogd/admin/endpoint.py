@@ -55,7 +55,6 @@ svc = idl.catalog_service
 Code = svc.TStatusCode
 Cmd = svc.TAdminCommand
 
-DEFAULT_ADMIN_PORT = 26502
 MAX_REQUEST_INFLATED = 4 << 20
 """An admin request (a refresh of many partitions) may expand to this many bytes."""
 

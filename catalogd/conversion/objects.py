@@ -13,12 +13,12 @@ key, never counters.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any
 
 import idl
+from catalogd.core.placeholders import stable_id
 from subscriber.protocol import codec, hms_partition
 from subscriber.protocol.errors import InvalidRequestError
 from subscriber.protocol.hive_types import column_type
@@ -59,11 +59,6 @@ _PROVIDERS = {
 _JSON_SERDES = ("JsonSerDe",)
 
 
-def stable_id(key: str) -> int:
-    """A positive 63-bit id derived from an object key (stable across reloads)."""
-    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") >> 1
-
-
 def sorted_maps(struct: Any) -> Any:
     """Put the parameter maps of an HMS ``Database``/``Table``/``Partition`` (and of its
     storage descriptor and SerDe) in key order, in place; returns ``struct``.
@@ -85,20 +80,6 @@ def database_object(db: object) -> object:
     name = db.name.lower()  # type: ignore[attr-defined]
     return co.TCatalogObject(
         type=T.DATABASE, catalog_version=0, db=co.TDatabase(db_name=name, metastore_db=db)
-    )
-
-
-def unloaded_table_object(db: str, name: str) -> object:
-    """A placeholder ``TABLE`` object: only the name is known (lazy loading)."""
-    return co.TCatalogObject(
-        type=T.TABLE,
-        catalog_version=0,
-        table=co.TTable(
-            db_name=db.lower(),
-            tbl_name=name.lower(),
-            table_type=co.TTableType.UNLOADED_TABLE,
-            id=stable_id(table_key(db, name)),
-        ),
     )
 
 

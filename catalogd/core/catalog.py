@@ -228,17 +228,6 @@ class Catalog:
         self._prune_tombstones()
         return Delta(start, self._version, tuple(applied))
 
-    def replace(self, keys: Iterable[str], items: Mapping[str, bytes]) -> Delta:
-        """Make the live keys among ``keys`` exactly ``items``.
-
-        Every key in ``keys`` that ``items`` lacks is removed; every item is
-        upserted. Use it to replace a group such as a table's partitions
-        (``keys`` = :meth:`keys_with_prefix` of the table) in one commit.
-        """
-        changes: dict[str, bytes | None] = {k: None for k in keys if k not in items}
-        changes.update(items)
-        return self.commit(changes)
-
     def _index(
         self, key: str, entry: Entry, place: tuple[str, str, str | None], *, was_live: bool
     ) -> None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
-from catalogd.conversion import objects as convert
 from catalogd.core.catalog import Catalog
+from catalogd.core.placeholders import unloaded_table_object
 from subscriber.protocol import codec
 from subscriber.protocol.keys import (
     DATABASE_PREFIX,
@@ -36,7 +36,7 @@ Changes = dict[str, bytes | None]
 @lru_cache(maxsize=65536)
 def placeholder(db: str, table: str) -> bytes:
     """The encoded placeholder of a table whose metadata is not loaded."""
-    return codec.encode_object(convert.unloaded_table_object(db, table))
+    return codec.encode_object(unloaded_table_object(db, table))
 
 
 def is_placeholder(catalog: Catalog, db: str, table: str) -> bool:

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
 
 import thriftpy2.thrift
 from thriftpy2.protocol import TBinaryProtocolFactory
@@ -36,6 +35,7 @@ from thriftpy2.protocol.exc import TProtocolException
 from thriftpy2.transport import TBufferedTransportFactory, TSocket, TTransportException
 
 import idl
+from catalogd.addresses import parse_metastore_uri
 from subscriber.protocol.errors import (
     InvalidRequestError,
     MetastoreError,
@@ -43,7 +43,7 @@ from subscriber.protocol.errors import (
     NotFoundError,
 )
 
-__all__ = ["MetastoreClient", "parse_metastore_uri"]
+__all__ = ["MetastoreClient"]
 
 hms = idl.hive_metastore
 
@@ -63,32 +63,6 @@ _GARBLED = (TProtocolException, thriftpy2.thrift.TDecodeException)
 # HMS 2.3 answers some calls about a database that no longer exists with this.
 _DROPPED_DB_NPE = "NullPointerException"
 _MAX_I16 = 32767
-
-
-def parse_metastore_uri(uri: str) -> tuple[str, int]:
-    """Split ``thrift://host:port`` into (host, port).
-
-    Raises InvalidRequestError for anything else (other scheme, no port, a path,
-    credentials, a query).
-    """
-    expected = f"a Hive Metastore URI looks like thrift://host:9083, not {uri!r}"
-    try:
-        parts = urlsplit(uri)
-        port = parts.port
-    except ValueError as exc:
-        raise InvalidRequestError(expected) from exc
-    if (
-        parts.scheme != "thrift"
-        or not parts.hostname
-        or port is None
-        or port == 0
-        or parts.path not in ("", "/")
-        or parts.query
-        or parts.fragment
-        or parts.username is not None
-    ):
-        raise InvalidRequestError(expected)
-    return parts.hostname, port
 
 
 class MetastoreClient:

@@ -37,7 +37,7 @@ def open_metastore(
     if uris:
         return uris[0]
     from catalogd.hms.embedded import EmbeddedMetastore
-    from catalogd.hms.listener import find_javac
+    from catalogd.hms.javac import find_javac
     from subscriber.protocol.errors import MetastoreUnavailableError
 
     try:

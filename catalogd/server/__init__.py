@@ -20,7 +20,6 @@ Modules:
   and :class:`~catalogd.server.config.ServerStats` (re-exported by ``thread``).
 * :mod:`~catalogd.server.doorbell` - the pipe that wakes a polling thread from
   other threads (also used by the admin endpoint).
-* :mod:`~catalogd.server.ports` - free ports and the PUB endpoint next to the ROUTER's.
 
 ``requests``, ``snapshots`` and ``config`` are pure: they import no zmq, socket,
 threading or clock module (``tests/unit/test_server_requests.py`` checks it).

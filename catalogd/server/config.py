@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from catalogd.addresses import DEFAULT_PORT
+
 if TYPE_CHECKING:  # a plain value here; the module itself imports zmq
     from catalogd.security.curve import CurveServer
-
-DEFAULT_PORT = 26500
 
 
 @dataclass(frozen=True, slots=True)

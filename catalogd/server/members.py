@@ -7,7 +7,7 @@ owns one :class:`Membership` and is its only writer; other threads read
 
 Invariants:
 
-* A report counts only when :func:`catalogd.server.requests.may_report` says so:
+* A report counts only when :func:`may_report` says so:
   it comes from the connection (ROUTER identity) that joined (said hello) under
   that client id, and no other live connection owns the id. A made-up report
   cannot confirm a ``--sync``.
@@ -20,7 +20,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from catalogd.server.requests import Report, may_report
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """A subscriber's report: it applied ``applied_version`` (None: it said goodbye)."""
+
+    client_id: str
+    applied_version: int | None
+    at: float
+
+
+def may_report(
+    identity: bytes,
+    client_id: str,
+    joined_as: str | None,
+    owner: bytes | None,
+    owner_seen: float | None,
+    now: float,
+    ttl_s: float,
+) -> bool:
+    """Whether a report for ``client_id`` from the connection ``identity`` counts.
+
+    Until subscribers authenticate, a report counts only for the connection
+    that joined (said hello) under that client id (``joined_as``), and only if
+    no *other* connection owns the id (``owner``, last heard of at
+    ``owner_seen``) and was heard of within ``ttl_s``. With CURVE keys the
+    server passes ``identity`` as ``key name NUL routing id``
+    (``CatalogServer._peer``), so a report also counts only from the key that
+    joined under that client id.
+    """
+    if joined_as != client_id:
+        return False
+    if owner is None or owner == identity:
+        return True
+    return owner_seen is None or now - owner_seen > ttl_s
 
 
 @dataclass

@@ -21,10 +21,10 @@ What each command yields:
 * ``load_table`` -> ``OK`` and ``load_request=(db, table)`` for the caller to
   forward (it must not block), or ``NOTFOUND`` when the catalog holds no such
   table (decided from the catalog's names: HMS is not asked).
-* ``report`` -> no response (one-way) and a :class:`Report` to record; a
-  negative applied version is a goodbye; a report naming another service id
-  (from before a restart) is ignored. Whether it counts is :func:`may_report`'s
-  decision (see :mod:`catalogd.server.members`).
+* ``report`` -> no response (one-way) and a
+  :class:`~catalogd.server.members.Report` to record; a negative applied version
+  is a goodbye; a report naming another service id (from before a restart) is
+  ignored. Whether it counts is :func:`catalogd.server.members.may_report`'s decision.
 * anything else raises :class:`ProtocolError`; :func:`malformed` turns that
   (or a decoding error) into an ``ERROR`` response counted as garbage.
 
@@ -34,17 +34,15 @@ What each command yields:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import idl
 from catalogd.core.catalog import Catalog, DeltaUnavailableError
 from catalogd.server.config import ServerStats
+from catalogd.server.members import Membership, Report
 from catalogd.server.snapshots import SnapshotJob, snapshot_frames, wanted_databases
 from subscriber.protocol import codec, wire
 from subscriber.protocol.errors import ProtocolError
-
-if TYPE_CHECKING:
-    from catalogd.server.members import Membership
 
 svc = idl.catalog_service
 
@@ -69,15 +67,6 @@ class ServerState:
     heartbeat_interval_s: float
     snapshot_chunk: int
     max_catch_up_entries: int
-
-
-@dataclass(frozen=True, slots=True)
-class Report:
-    """A subscriber's report: it applied ``applied_version`` (None: it said goodbye)."""
-
-    client_id: str
-    applied_version: int | None
-    at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,32 +139,6 @@ def answer(
             return Outcome(report=Report(report.client_id, report.applied_version, now))
         return Outcome()
     raise ProtocolError("request carries no known command")
-
-
-def may_report(
-    identity: bytes,
-    client_id: str,
-    joined_as: str | None,
-    owner: bytes | None,
-    owner_seen: float | None,
-    now: float,
-    ttl_s: float,
-) -> bool:
-    """Whether a report for ``client_id`` from the connection ``identity`` counts.
-
-    Until subscribers authenticate, a report counts only for the connection
-    that joined (said hello) under that client id (``joined_as``), and only if
-    no *other* connection owns the id (``owner``, last heard of at
-    ``owner_seen``) and was heard of within ``ttl_s``. With CURVE keys the
-    server passes ``identity`` as ``key name NUL routing id``
-    (``CatalogServer._peer``), so a report also counts only from the key that
-    joined under that client id.
-    """
-    if joined_as != client_id:
-        return False
-    if owner is None or owner == identity:
-        return True
-    return owner_seen is None or now - owner_seen > ttl_s
 
 
 def decode(body: bytes, *, max_inflated: int, max_list_items: int) -> Any:

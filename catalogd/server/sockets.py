@@ -24,9 +24,9 @@ from typing import Any
 
 import zmq
 
+from catalogd.addresses import next_port_endpoint
 from catalogd.security import curve
 from catalogd.server.config import ServerConfig
-from catalogd.server.ports import next_port_endpoint
 from catalogd.server.snapshots import SnapshotJob
 from subscriber.protocol import codec
 

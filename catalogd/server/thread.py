@@ -43,7 +43,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -53,15 +53,15 @@ import idl
 from catalogd.core.catalog import Catalog
 from catalogd.security import curve
 from catalogd.server import requests, sockets
-from catalogd.server.config import DEFAULT_PORT, ServerConfig, ServerStats
+from catalogd.server.config import ServerConfig, ServerStats
 from catalogd.server.doorbell import Doorbell
 from catalogd.server.members import Membership
-from catalogd.server.snapshots import SnapshotJob, snapshot_frames
+from catalogd.server.snapshots import SnapshotJob
 from subscriber.protocol import wire
 from subscriber.protocol.delta import Delta
 from subscriber.protocol.errors import CatalogError, ProtocolError, UnavailableError
 
-__all__ = ["DEFAULT_PORT", "CatalogServer", "ServerConfig", "ServerStats"]
+__all__ = ["CatalogServer", "ServerConfig", "ServerStats"]
 
 log = logging.getLogger(__name__)
 svc = idl.catalog_service
@@ -198,10 +198,6 @@ class CatalogServer:
     @property
     def started(self) -> bool:
         return self._ready.is_set()
-
-    def preload(self, changes: Any) -> Delta:
-        """Commit ``changes`` before :meth:`start` (see :meth:`submit`)."""
-        return self.commit(changes).result()
 
     def set_heartbeat_interval(self, seconds: float) -> None:
         """Change the heartbeat interval while running (a live config reload)."""
@@ -410,14 +406,4 @@ class CatalogServer:
             heartbeat_interval_s=self._heartbeat_interval,
             snapshot_chunk=self.config.snapshot_chunk,
             max_catch_up_entries=self.config.max_catch_up_entries,
-        )
-
-    def _snapshot_frames(self, rid: int | None, databases: list[str] | None) -> Iterator[bytes]:
-        """A snapshot's encoded frames, as a peer would receive them (benchmarks use this)."""
-        return snapshot_frames(
-            self._catalog,
-            service_id=self.service_id,
-            request_id=rid,
-            databases=databases,
-            chunk_size=self.config.snapshot_chunk,
         )

@@ -23,11 +23,11 @@ from support.measurements import record_measurement
 from support.spark_sql_server import SparkSql
 
 import idl
+from catalogd.addresses import free_port
 from catalogd.admin.client import AdminClient, response_dict
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.hms.listener import LISTENER_CLASS
-from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 
 svc = idl.catalog_service

@@ -42,10 +42,10 @@ from polling import wait_until
 from support.catalogd_process import CatalogdProcess
 
 import idl
+from catalogd.addresses import free_port
 from catalogd.admin.client import AdminClient, response_dict
 from catalogd.hms.builders import thrift_table
 from catalogd.hms.client import MetastoreClient
-from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 from subscriber.protocol.errors import CatalogError
 

@@ -24,9 +24,9 @@ from support.measurements import record_measurement
 from support.spark_sql_server import SparkSql
 
 import idl
+from catalogd.addresses import free_port
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 from subscriber.metastore import MetastoreEndpoint, framing
 

@@ -198,7 +198,7 @@ def _standalone_master(tmp: Path) -> Iterator[tuple[str, list[subprocess.Popen[b
     java = shutil.which("java")
     if java is None:
         pytest.skip("no java")
-    from catalogd.server.ports import free_port
+    from catalogd.addresses import free_port
 
     port, ui, wport, wui = free_port(), free_port(), free_port(), free_port()
     cp = f"{home}/jars/*"

@@ -15,9 +15,9 @@ from polling import wait_until
 from support.catalogd_process import CatalogdProcess
 
 import idl
+from catalogd.addresses import free_port
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.server.ports import free_port
 from subscriber.api import CatalogSubscriber
 from subscriber.cache import ChangeEvent
 

@@ -17,7 +17,7 @@ import zmq
 from polling import wait_until
 
 import idl
-from catalogd.server.ports import free_port
+from catalogd.addresses import free_port
 from catalogd.server.thread import CatalogServer, ServerConfig
 from subscriber.api import CatalogSubscriber
 from subscriber.protocol import codec, wire

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from catalogd.server.ports import free_port
+from catalogd.addresses import free_port
 
 pytestmark = pytest.mark.timeout(120)
 

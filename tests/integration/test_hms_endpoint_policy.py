@@ -18,10 +18,10 @@ import pytest
 from polling import wait_until
 
 import idl
+from catalogd.addresses import free_port
 from catalogd.conversion import objects as convert
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.server.ports import free_port
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.sources import ThriftSource, load_catalog
 from subscriber.api import CatalogSubscriber
@@ -41,7 +41,7 @@ def served(hms: EmbeddedMetastore) -> Iterator[tuple[CatalogServer, MetastoreEnd
             bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.1
         )
     )
-    server.preload(convert.encode_all(objects))
+    server.commit(convert.encode_all(objects)).result()
     server.start()
     try:
         with CatalogSubscriber(server.endpoint) as sub:

@@ -21,6 +21,7 @@ from catalogd.hms import listener
 from catalogd.hms.builders import thrift_partitions, thrift_table
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore, find_pyspark_jars
+from catalogd.hms.javac import find_javac
 from subscriber.protocol.errors import CatalogError, MetastoreUnavailableError
 
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(240)]
@@ -68,7 +69,7 @@ def test_missing_javac_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monk
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     java = bin_dir / "java"
-    java.write_text(f'#!/bin/sh\nexec {Path(listener.find_javac("java")).with_name("java")} "$@"\n')
+    java.write_text(f'#!/bin/sh\nexec {Path(find_javac("java")).with_name("java")} "$@"\n')
     java.chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
     metastore = EmbeddedMetastore(

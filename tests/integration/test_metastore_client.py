@@ -16,10 +16,10 @@ from collections.abc import Iterator
 import pytest
 
 import idl
+from catalogd.addresses import free_port, parse_metastore_uri
 from catalogd.hms.builders import thrift_partitions, thrift_table
-from catalogd.hms.client import MetastoreClient, parse_metastore_uri
+from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.server.ports import free_port
 from subscriber.protocol.errors import (
     InvalidRequestError,
     MetastoreError,

@@ -18,6 +18,7 @@ import pytest
 import idl
 from catalogd.conversion import objects as convert
 from catalogd.conversion.grants import load_privileges, owners_of
+from catalogd.core import plans
 from catalogd.core.catalog import Catalog
 from catalogd.hms.builders import thrift_table
 from catalogd.hms.client import MetastoreClient
@@ -170,7 +171,7 @@ def reload(catalog: Catalog, client: MetastoreClient, named: list[tuple[str, str
     """Replace the catalog's principals and privileges with HMS's; return changed keys."""
     fresh = convert.encode_all(load_privileges(client, principals=named))
     old = catalog.keys_with_prefix("PRINCIPAL:") + catalog.keys_with_prefix("PRIVILEGE:")
-    return {e.key for e in catalog.replace(old, fresh).entries}
+    return {e.key for e in catalog.commit(plans.replace_group(catalog, old, fresh)).entries}
 
 
 def test_grants_and_revokes_show_up_on_reload(

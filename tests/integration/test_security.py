@@ -26,6 +26,7 @@ import zmq.auth
 from polling import wait_until
 
 import idl
+from catalogd.addresses import free_port
 from catalogd.admin import audit
 from catalogd.admin.barrier import SubscriberBarrier
 from catalogd.admin.client import AdminClient
@@ -34,7 +35,6 @@ from catalogd.config import Config, ConfigError, ListenConfig, SecurityConfig
 from catalogd.metrics import Metrics
 from catalogd.security.keys import generate
 from catalogd.security.runtime import Security
-from catalogd.server.ports import free_port
 from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.state.store import StateStore
 from subscriber import curve
@@ -112,7 +112,7 @@ def start(keys: Keys | None, tmp_path: Path) -> Iterator[Daemon]:
         ),
         context=security.context,
     )
-    server.preload({"DATABASE:a": b"a"})
+    server.commit({"DATABASE:a": b"a"}).result()
     server.start()
     barrier = SubscriberBarrier(lambda: dict(server.stats.subscribers), dead_after_s=5)
 

@@ -314,7 +314,7 @@ def test_bad_url_is_a_usage_error() -> None:
 
 
 def test_unreachable_database_is_unavailable() -> None:
-    from catalogd.server.ports import free_port
+    from catalogd.addresses import free_port
 
     source = SqlSource(f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/x")
     with pytest.raises(MetastoreUnavailableError, match="cannot read the metastore database"):

@@ -319,7 +319,7 @@ def test_audit_log_newest_first(store: StateStore) -> None:
     ],
 )
 def test_unreachable_database_is_unavailable_without_leaking_the_password(template: str) -> None:
-    from catalogd.server.ports import free_port
+    from catalogd.addresses import free_port
 
     port = free_port()
     with pytest.raises(UnavailableError) as caught:

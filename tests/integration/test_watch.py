@@ -23,7 +23,9 @@ def server() -> Iterator[CatalogServer]:
             bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.2
         )
     )
-    srv.preload({"DATABASE:a": b"d", "TABLE:a.t": b"t", "DATABASE:b": b"d", "TABLE:b.u": b"u"})
+    srv.commit(
+        {"DATABASE:a": b"d", "TABLE:a.t": b"t", "DATABASE:b": b"d", "TABLE:b.u": b"u"}
+    ).result()
     srv.start()
     yield srv
     srv.close()

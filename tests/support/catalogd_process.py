@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from catalogd.server.ports import free_port
+from catalogd.addresses import free_port
 
 READY = re.compile(r"initial catalog published: version (\d+).*service id (\w+)")
 LOADED = "background load done"

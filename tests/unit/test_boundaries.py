@@ -10,6 +10,17 @@
 * ``subscriber.protocol`` imports nothing else of ``subscriber``.
 * ``subscriber`` as a whole loads nothing of ``catalogd`` and installs with pyzmq
   and thriftpy2 only.
+
+Layering, read from the source (every ``import`` statement, wherever it stands,
+type-only ones too; :mod:`support.imports`):
+
+* ``catalogd.core`` imports nothing outside the core, ``subscriber.protocol`` and
+  ``idl``;
+* ``catalogd.config_schema`` (pure) imports no package that owns a thread or
+  talks to the outside (server, admin, hms, sources, writes, loading, ...);
+* no two modules import each other, directly or through others (no cycles);
+* no module is over 400 lines unless its docstring says why ("Long because"),
+  and none is over 450.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.imports import import_cycles, import_graph, module_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -121,3 +133,78 @@ def test_subscriber_loads_nothing_of_catalogd() -> None:
         + "print(json.dumps({'ours': sorted(ours)}))\n"
     )
     assert loaded["ours"] == []
+
+
+def test_core_imports_only_core_protocol_and_idl() -> None:
+    graph = import_graph(ROOT)
+    allowed = ("catalogd.core", "subscriber.protocol", "idl")
+    for module, imported in graph.items():
+        if module == "catalogd.core" or module.startswith("catalogd.core."):
+            outside = sorted(m for m in imported if not m.startswith(allowed))
+            assert outside == [], f"{module} imports {outside}"
+
+
+# Packages of catalogd that own a thread or talk to the outside world.
+ADAPTERS = (
+    "catalogd.server",
+    "catalogd.admin",
+    "catalogd.hms",
+    "catalogd.sources",
+    "catalogd.writes",
+    "catalogd.loading",
+    "catalogd.freshness",
+    "catalogd.ha",
+    "catalogd.state",
+    "catalogd.security.runtime",
+    "catalogd.security.authenticator",
+    "catalogd.stats",
+    "catalogd.files",
+    "catalogd.daemon",
+    "catalogd.supervision",
+)
+
+
+def test_config_schema_imports_no_thread_or_adapter() -> None:
+    imported = import_graph(ROOT)["catalogd.config_schema"]
+    bad = sorted(m for m in imported if m.startswith(ADAPTERS))
+    assert bad == [], f"catalogd.config_schema imports {bad}"
+
+
+def test_no_import_cycles() -> None:
+    cycles = import_cycles(import_graph(ROOT))
+    assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_modules_stay_small_or_say_why() -> None:
+    too_long = []
+    for module, (lines, says_why) in module_lines(ROOT).items():
+        if lines > 450 or (lines > 400 and not says_why):
+            too_long.append(f"{module}: {lines} lines")
+    assert too_long == [], "modules over 400 lines without a reason, or over 450: " + ", ".join(
+        too_long
+    )
+
+
+def test_cycle_finder_on_a_made_up_graph() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e", "d"}, "f": {"g"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    graph["d"] = {"b"}
+    assert import_cycles(graph) == [["a", "b", "c", "d"]]
+
+
+def test_graph_reads_lazy_type_only_and_relative_imports(tmp_path: Path) -> None:
+    package = tmp_path / "catalogd"
+    (package / "inner").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "inner" / "__init__.py").write_text("")
+    (package / "inner" / "one.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from catalogd.two import X\n"
+        "def f():\n    from . import three\n"
+    )
+    (package / "inner" / "three.py").write_text("import catalogd.inner\n")
+    (package / "two.py").write_text("from catalogd.inner.one import f\n")
+    graph = import_graph(tmp_path)
+    assert graph["catalogd.inner.one"] == {"catalogd.two", "catalogd.inner.three"}
+    assert graph["catalogd.inner.three"] == {"catalogd.inner"}
+    assert import_cycles(graph) == [["catalogd.inner.one", "catalogd.two"]]

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from catalogd.core import plans
 from catalogd.core.catalog import Catalog, DeltaUnavailableError
 from subscriber.protocol.delta import Delta, Entry, VersionGapError, apply_delta
 from subscriber.protocol.keys import database_of
@@ -77,11 +78,12 @@ def test_tombstone_bound_raises_floor() -> None:
     assert cat.delta_since(3).entries == (Entry("TABLE:a.y", 4, None),)
 
 
-def test_replace_removes_what_is_missing() -> None:
+def test_a_replaced_group_removes_what_is_missing() -> None:
     cat = Catalog()
     cat.commit({"HDFS_PARTITION:a.t:dt=1": b"1", "HDFS_PARTITION:a.t:dt=2": b"2"})
     old = cat.keys_with_prefix("HDFS_PARTITION:a.t:", db="a")
-    delta = cat.replace(old, {"HDFS_PARTITION:a.t:dt=2": b"2", "HDFS_PARTITION:a.t:dt=3": b"3"})
+    fresh = {"HDFS_PARTITION:a.t:dt=2": b"2", "HDFS_PARTITION:a.t:dt=3": b"3"}
+    delta = cat.commit(plans.replace_group(cat, old, fresh))
     assert [(e.key, e.removed) for e in delta.entries] == [
         ("HDFS_PARTITION:a.t:dt=1", True),
         ("HDFS_PARTITION:a.t:dt=3", False),
@@ -134,7 +136,8 @@ def run(cat: Catalog, ops: list) -> list[tuple[int, dict[str, bytes]]]:
         elif kind == "del":
             delta = cat.commit({k: None for k in arg})
         else:
-            delta = cat.replace(cat.keys_with_prefix("HDFS_PARTITION:a.t1:", db="a"), arg)
+            old = cat.keys_with_prefix("HDFS_PARTITION:a.t1:", db="a")
+            delta = cat.commit(plans.replace_group(cat, old, arg))
         assert delta.from_version == before and delta.to_version == cat.version
         assert cat.version - before == len(delta.entries)
         history.append((cat.version, live_map(cat)))

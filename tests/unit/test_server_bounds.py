@@ -10,7 +10,7 @@ import idl
 from catalogd.core.catalog import Catalog
 from catalogd.server import requests
 from catalogd.server.config import ServerStats
-from catalogd.server.members import Membership
+from catalogd.server.members import Membership, Report, may_report
 from catalogd.server.snapshots import PARK_MAX_S, PARK_MIN_S, SnapshotJob
 from subscriber.protocol import codec
 from subscriber.protocol.errors import ProtocolError
@@ -53,16 +53,16 @@ def test_a_load_request_for_an_unknown_table_is_notfound_and_not_forwarded() -> 
 
 
 def test_only_the_connection_that_joined_under_a_client_id_may_report_for_it() -> None:
-    assert requests.may_report(b"a", "c", "c", None, None, 0.0, 10.0)
-    assert requests.may_report(b"a", "c", "c", b"a", 0.0, 5.0, 10.0)
-    assert not requests.may_report(b"a", "c", None, None, None, 0.0, 10.0)  # never joined
-    assert not requests.may_report(b"a", "c", "other", None, None, 0.0, 10.0)
-    assert not requests.may_report(b"a", "c", "c", b"b", 1.0, 5.0, 10.0)  # b owns it, live
-    assert requests.may_report(b"a", "c", "c", b"b", 1.0, 12.0, 10.0)  # b went silent
+    assert may_report(b"a", "c", "c", None, None, 0.0, 10.0)
+    assert may_report(b"a", "c", "c", b"a", 0.0, 5.0, 10.0)
+    assert not may_report(b"a", "c", None, None, None, 0.0, 10.0)  # never joined
+    assert not may_report(b"a", "c", "other", None, None, 0.0, 10.0)
+    assert not may_report(b"a", "c", "c", b"b", 1.0, 5.0, 10.0)  # b owns it, live
+    assert may_report(b"a", "c", "c", b"b", 1.0, 12.0, 10.0)  # b went silent
 
 
-def _report(client: str, applied: int, at: float) -> requests.Report:
-    return requests.Report(client, applied, at)
+def _report(client: str, applied: int, at: float) -> Report:
+    return Report(client, applied, at)
 
 
 def test_a_made_up_report_cannot_confirm_anything() -> None:
@@ -105,7 +105,7 @@ def test_a_goodbye_forgets_the_subscriber() -> None:
     members = Membership(stats.subscribers, ttl_s=10.0, max_members=10)
     members.join(b"a", "c", 0.0)
     members.report(b"a", _report("c", 3, 0.5))
-    assert members.report(b"a", requests.Report("c", None, 1.0))
+    assert members.report(b"a", Report("c", None, 1.0))
     assert stats.subscribers == {} and members.joined == {}
 
 

@@ -5,21 +5,17 @@ HMS 2.3 has no bind-host setting (``HiveMetaStore.startMetaStore`` calls
 2.3.10 jar of the pyspark wheel). ``LoopbackAgent.java`` (next to
 :mod:`catalogd.hms.java`) is a ``-javaagent`` that rewrites that one method as
 it loads, so a null host becomes ``127.0.0.1``. :func:`agent_jar` compiles it
-once (``javac --release 8`` against the wheel's jars, which carry the ASM it
-uses) into the cache directory; :func:`listening_addresses` reads
+once (:func:`catalogd.hms.javac.compiled_jar`, against the wheel's jars, which carry
+the ASM it uses) into the cache directory; :func:`listening_addresses` reads
 ``/proc/net/tcp*`` to tell where a port is actually listened on, so the claim
 is checked, not assumed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import tempfile
-import zipfile
-from importlib import resources
 from pathlib import Path
 
-from catalogd.hms.listener import compile_java, find_javac
+from catalogd.hms.javac import compiled_jar
 
 __all__ = ["AGENT_CLASS", "LOOPBACK", "agent_flag", "agent_jar", "listening_addresses"]
 
@@ -43,27 +39,17 @@ def agent_jar(jars: Path, cache_dir: Path, *, java: str = "java", timeout_s: flo
     Raises:
         MetastoreUnavailableError: no javac, or it failed (with its output).
     """
-    source = (resources.files("catalogd.hms.java") / _SOURCE).read_text(encoding="utf-8")
-    asm = sorted(p.name for p in jars.glob("xbean-asm*.jar"))
-    key = hashlib.sha256(repr((source, asm)).encode()).hexdigest()[:16]
-    target = cache_dir / f"hms-bind-agent-{key}.jar"
-    if target.is_file():
-        return target
-    javac = find_javac(java)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="hms-bind-", dir=cache_dir) as tmp:
-        work = Path(tmp)
-        (work / _SOURCE).write_text(source, encoding="utf-8")
-        classes = work / "classes"
-        compile_java(javac, work / _SOURCE, classes, jars, "the HMS bind agent", timeout_s)
-        partial = work / "agent.jar"
-        manifest = f"Manifest-Version: 1.0\r\nPremain-Class: {AGENT_CLASS}\r\n\r\n"
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
-            jar.writestr("META-INF/MANIFEST.MF", manifest)
-            for path in sorted(classes.rglob("*.class")):
-                jar.write(path, path.relative_to(classes).as_posix())
-        partial.replace(target)
-    return target
+    return compiled_jar(
+        _SOURCE,
+        jars,
+        cache_dir,
+        name="hms-bind-agent",
+        depends_on="xbean-asm*.jar",
+        what="the HMS bind agent",
+        manifest=f"Premain-Class: {AGENT_CLASS}\r\n",
+        java=java,
+        timeout_s=timeout_s,
+    )
 
 
 def listening_addresses(port: int) -> set[str]:

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from catalogd.addresses import free_port
 from catalogd.hms import listener
 from catalogd.hms.embedded.bind import (
     LOOPBACK,
@@ -64,7 +65,6 @@ from catalogd.hms.embedded.lifeline import holders, stop_stale
 from catalogd.hms.embedded.mysql import MariaDbBackend
 from catalogd.hms.embedded.postgres import create_postgres_schema
 from catalogd.lifeline import die_with_parent
-from catalogd.server.ports import free_port
 from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
 __all__ = ["EmbeddedMetastore"]

@@ -2,5 +2,5 @@
 
 ``CatalogdNotificationListener.java`` (:mod:`catalogd.hms.listener`) and
 ``LoopbackAgent.java`` (:mod:`catalogd.hms.embedded.bind`); both are built by
-:func:`catalogd.hms.listener.compile_java`.
+:func:`catalogd.hms.javac.compiled_jar`.
 """
