@@ -36,6 +36,7 @@ import argparse
 import functools
 import gc
 import multiprocessing.forkserver
+import os
 import statistics
 import tempfile
 import time
@@ -62,6 +63,32 @@ from catalogd.sources.sql import SqlSource
 from catalogd.status import read_shape
 from catalogd.writes.operations import Operations
 from subscriber import CatalogSubscriber
+
+
+def load_worker_pids() -> list[int]:
+    """This process's load workers, found in ``/proc`` (``LoadWorkers`` lists none): its
+    children that run its own command line (forked from it), and the children of its
+    multiprocessing fork server."""
+    me, own = os.getpid(), Path("/proc/self/cmdline").read_bytes()
+    processes: dict[int, tuple[int, bytes]] = {}  # pid: (parent pid, command line)
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+            if stat:
+                parent = int(stat.rpartition(")")[2].split()[1])
+                processes[int(entry.name)] = (parent, (entry / "cmdline").read_bytes())
+        except OSError:
+            continue  # gone meanwhile
+    servers = {
+        pid
+        for pid, (parent, command) in processes.items()
+        if parent == me and b"multiprocessing.forkserver" in command
+    }
+    return sorted(
+        pid
+        for pid, (parent, command) in processes.items()
+        if (parent == me and command == own) or parent in servers
+    )
 
 
 def pg_url(database: str) -> str:
@@ -226,7 +253,7 @@ def run(args: argparse.Namespace) -> list[Result]:
     ):
         assert parts == n_large, (parts, n_large)
         peak = peak_rss_bytes() - rss_before
-        worker_peaks = [peak_rss_bytes(pid) for pid in (ops.workers.pids() if ops.workers else [])]
+        worker_peaks = [peak_rss_bytes(pid) for pid in load_worker_pids()]
         print(f"  large by SQL: {parts} partitions to published in {seconds:.1f} s")
         fp_s, fp_q, idle_s = sql_pass(ops)
         large_poll: tuple[float, int] | None = None

@@ -24,7 +24,7 @@ def test_close_kills_a_stuck_worker_within_its_timeout() -> None:
     # database that does not answer.
     workers = LoadWorkers(functools.partial(time.sleep, 60), 1).start()
     time.sleep(1.0)  # spawned, and inside the factory
-    (pid,) = workers.pids()
+    (pid,) = _pids(workers)
     started = time.monotonic()
     workers.close(timeout=1.0)
     assert time.monotonic() - started < 5
@@ -34,25 +34,43 @@ def test_close_kills_a_stuck_worker_within_its_timeout() -> None:
         workers.table_payloads("db", "t")
 
 
-def test_workers_never_run_the_daemons_main_script(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stdin", [False, True])
+def test_workers_never_run_the_daemons_main_script(tmp_path: Path, stdin: bool) -> None:
     # multiprocessing runs the parent's main script again in every process it starts
     # (CPython 3.11's fork server skips the preload meant to do it once); the workers
-    # need nothing from it, and a script's imports delayed a load's first task.
+    # need nothing from it, and a script's imports delayed a load's first task. A
+    # thread runs, as in a running daemon: the workers come from the fork server.
+    # Read from stdin (``python -``), the script has a ``__file__`` (``<stdin>``) that
+    # names no file: a worker that tried to run it would die.
     ran = tmp_path / "ran"
     script = tmp_path / "daemon_script.py"
     script.write_text(
-        "import functools, pathlib, time\n"
+        "import functools, os, pathlib, threading, time\n"
         "from catalogd.loading.workers import LoadWorkers\n"
         "if __name__ != '__main__':\n"
         f"    pathlib.Path({str(ran)!r}).write_text(__name__)\n"
         "else:\n"
+        "    environ = dict(os.environ)\n"
+        "    threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
         "    with LoadWorkers(functools.partial(time.sleep, 0), 2).start() as workers:\n"
-        "        assert len(workers.pids()) == 2\n"
+        "        assert not workers.forked\n"
         "        assert workers._executor().submit(abs, -3).result(timeout=30) == 3\n"
+        "        deadline = time.monotonic() + 30\n"
+        "        while len(workers._worker_pool().processes()) < 2:\n"
+        "            assert time.monotonic() < deadline, 'the second worker never started'\n"
+        "            time.sleep(0.05)\n"
+        "    assert dict(os.environ) == environ, 'the environment was changed'\n"
         "    print('ok')\n"
     )
+    command = [sys.executable, "-"] if stdin else [sys.executable, str(script)]
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+        command,
+        input=script.read_text() if stdin else None,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
@@ -66,14 +84,14 @@ def test_workers_forked_from_this_process_or_by_the_fork_server(
     # Forked from the caller when it may (first thing in the daemon: no imports to
     # redo), else from the fork server; either way they work, and a forked worker does
     # not keep the caller's SIGTERM handler (it must die when told to).
-    monkeypatch.setattr(load_workers, "_can_fork", lambda: fork)
+    monkeypatch.setattr(load_workers, "can_fork", lambda: fork)
     caught: list[int] = []
     previous = signal.signal(signal.SIGTERM, lambda signum, _: caught.append(signum))
     try:
         with LoadWorkers(functools.partial(time.sleep, 0), 2).start() as workers:
             assert workers.forked is fork
             assert workers._executor().submit(abs, -3).result(timeout=30) == 3
-            pid = workers.pids()[0]
+            pid = workers._executor().submit(os.getpid).result(timeout=30)
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and _alive(pid):
@@ -82,6 +100,11 @@ def test_workers_forked_from_this_process_or_by_the_fork_server(
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert caught == []
+
+
+def _pids(workers: LoadWorkers) -> list[int]:
+    """The worker processes started so far (the pool keeps them, to kill stuck ones)."""
+    return [p.pid for p in workers._worker_pool().processes() if p.pid is not None]
 
 
 def _alive(pid: int) -> bool:

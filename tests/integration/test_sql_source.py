@@ -178,8 +178,9 @@ def test_load_workers_give_the_objects_the_daemon_makes(
         assert header.table.cache_pool_name == "pool1"
         with pytest.raises(NotFoundError):
             workers.table_payloads("sales", "no_such_table")
-        pids = list(workers._pool._processes)  # type: ignore[union-attr]
-        os.kill(pids[0], signal.SIGKILL)
+        pid = workers._worker_pool().processes()[0].pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
         with pytest.raises(MetastoreError, match="load worker died"):
             for _ in range(20):  # until a call meets the dead worker
                 workers.table_payloads("sales", "orders")

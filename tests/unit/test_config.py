@@ -270,13 +270,3 @@ def test_config_is_frozen(nowhere: Path) -> None:
     config, _ = load(default_path=nowhere)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.log.level = "DEBUG"  # type: ignore[misc]
-
-
-def test_the_load_workers_own_environment_variable_is_no_setting(nowhere: Path) -> None:
-    # The load workers put the main script's path in the environment for their fork
-    # server; a catalogd started from such a process (or from the daemon) must not read
-    # it as a setting, nor refuse to start.
-    from catalogd.loading import forkserver_main
-
-    config, _ = load(env={forkserver_main.MAIN_PATH: "/usr/bin/catalogd"}, default_path=nowhere)
-    assert config == load(default_path=nowhere)[0]

@@ -1,97 +1,109 @@
-"""The load workers' feed: at most ``slots`` tasks in the pool, the most urgent first."""
+"""The load workers' feed, pure: which task goes next, with no processes, threads or clock."""
 
 from __future__ import annotations
 
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
+import ast
+from pathlib import Path
 
 import pytest
 
-from catalogd.loading.workers import BATCH, RANGE, TABLE, _Feed
-from subscriber.protocol.errors import MetastoreError
+from catalogd.loading import feed as feed_module
+from catalogd.loading.feed import BATCH, RANGE, TABLE, Feed
 
 
-def test_queued_tasks_run_by_priority_then_in_order() -> None:
-    feed = _Feed(1)
-    started: list[str] = []
-    gate = threading.Event()
-    with ThreadPoolExecutor(4) as pool:
-        first = feed.submit(pool, BATCH, gate.wait, 30)  # holds the only slot
-        queued = [
-            feed.submit(pool, priority, started.append, name)
-            for priority, name in (
-                (BATCH, "batch-1"),
-                (TABLE, "table"),
-                (RANGE, "range-1"),
-                (BATCH, "batch-2"),
-                (RANGE, "range-2"),
-            )
-        ]
-        assert started == []  # nothing beyond the slot reached the pool
-        gate.set()
-        assert first.result(timeout=30) is True
-        queued[1].result(timeout=30)
-        feed.table_done()  # the table named no ranges
-        for future in queued:
-            future.result(timeout=30)
-    assert started == ["range-1", "range-2", "table", "batch-1", "batch-2"]
+def _drain(feed: Feed[str]) -> list[str]:
+    """Every task the feed hands out now."""
+    out: list[str] = []
+    while (task := feed.next()) is not None:
+        out.append(task)
+    return out
 
 
-def test_errors_reach_the_caller_and_cancel_fails_what_is_queued() -> None:
-    feed = _Feed(1)
-    gate = threading.Event()
-    with ThreadPoolExecutor(2) as pool:
-        running = feed.submit(pool, TABLE, gate.wait, 30)
-        failing = feed.submit(pool, TABLE, int, "not a number")
-        feed.cancel(MetastoreError("the load workers are closed"))
-        with pytest.raises(MetastoreError, match="closed"):
-            failing.result(timeout=30)
-        gate.set()
-        assert running.result(timeout=30) is True
-        with pytest.raises(ValueError):
-            feed.submit(pool, TABLE, int, "x").result(timeout=30)
-    # A shut-down pool: the task fails as closed, and the slot is given back.
-    with pytest.raises(MetastoreError, match="closed"):
-        feed.submit(pool, TABLE, int, "1").result(timeout=30)
-    assert feed.submit(ThreadPoolExecutor(1), TABLE, int, "2").result(timeout=30) == 2
+def test_by_priority_then_in_order_and_at_most_slots() -> None:
+    feed: Feed[str] = Feed(2)
+    for priority, name in [(TABLE, "t1"), (RANGE, "r1"), (TABLE, "t2"), (RANGE, "r2")]:
+        feed.add(priority, name)
+    assert _drain(feed) == ["r1", "r2"]  # two slots
+    assert feed.running == 2 and len(feed) == 2
+    feed.finished()
+    assert _drain(feed) == ["t1"]
+    feed.finished()
+    feed.finished()
+    assert _drain(feed) == ["t2"]
+    assert feed.running == 1 and len(feed) == 0
 
 
-def test_batches_wait_until_a_single_tables_ranges_are_submitted() -> None:
-    feed = _Feed(2)
-    started: list[str] = []
-    gate = threading.Event()
-    with ThreadPoolExecutor(4) as pool:
-        header = feed.submit(pool, TABLE, gate.wait, 30)  # a free slot remains
-        batch = feed.submit(pool, BATCH, started.append, "batch")
-        assert started == []  # the table's first task may name ranges: they go first
-        gate.set()
-        header.result(timeout=30)
-        time.sleep(0.1)
-        assert started == []  # done, but its caller has not submitted the ranges yet
-        ranges = [feed.submit(pool, RANGE, started.append, f"range-{i}") for i in range(3)]
-        feed.table_done()
-        batch.result(timeout=30)
-        for future in ranges:
-            future.result(timeout=30)
-    assert started[-1] == "batch"
+def test_batches_wait_for_every_table_to_be_done() -> None:
+    feed: Feed[str] = Feed(4)
+    feed.add(BATCH, "b1")
+    feed.add(TABLE, "t")
+    assert _drain(feed) == ["t"]  # the batch waits: the table may name ranges
+    feed.finished()
+    assert _drain(feed) == []  # its task ended, but its ranges are not added yet
+    feed.add(RANGE, "r")
+    feed.table_done()
+    assert _drain(feed) == ["r", "b1"]
 
 
-def test_nothing_reaches_the_pool_while_held_then_the_most_urgent_first() -> None:
-    # While the workers start, every table's first task arrives: the large table's
-    # must go first even if small-table batches were submitted before it.
-    feed = _Feed(1)
-    started: list[str] = []
+def test_a_batch_first_in_line_blocks_nothing_of_higher_priority() -> None:
+    feed: Feed[str] = Feed(4)
+    feed.add(TABLE, "t")
+    assert _drain(feed) == ["t"]
+    feed.add(BATCH, "b")
+    feed.add(RANGE, "r")
+    assert _drain(feed) == ["r"]
+    feed.table_done()
+    assert _drain(feed) == ["b"]
+
+
+def test_nothing_while_held_then_the_most_urgent_first() -> None:
+    feed: Feed[str] = Feed(1)
     feed.hold()
-    with ThreadPoolExecutor(2) as pool:
-        queued = [
-            feed.submit(pool, priority, started.append, name)
-            for priority, name in ((BATCH, "batch"), (TABLE, "table"), (RANGE, "range"))
-        ]
-        assert started == []
-        feed.release()
-        queued[1].result(timeout=30)
-        feed.table_done()  # the table named no ranges
-        for future in queued:
-            future.result(timeout=30)
-    assert started == ["range", "table", "batch"]
+    for priority, name in [(BATCH, "b"), (TABLE, "t"), (RANGE, "r")]:
+        feed.add(priority, name)
+    assert _drain(feed) == []
+    feed.release()
+    assert _drain(feed) == ["r"]
+    feed.finished()
+    assert _drain(feed) == ["t"]
+    feed.finished()
+    feed.table_done()
+    assert _drain(feed) == ["b"]
+
+
+def test_clear_returns_the_queued_in_order_and_keeps_the_running() -> None:
+    feed: Feed[str] = Feed(1)
+    for priority, name in [(RANGE, "r"), (BATCH, "b"), (TABLE, "t")]:
+        feed.add(priority, name)
+    assert _drain(feed) == ["r"]
+    assert feed.clear() == ["t", "b"]
+    assert len(feed) == 0 and feed.running == 1
+    feed.finished()
+    feed.table_done()  # the cleared table's caller still reports it done
+    feed.add(BATCH, "b2")
+    assert _drain(feed) == ["b2"]
+
+
+def test_unbalanced_calls_are_refused() -> None:
+    feed: Feed[str] = Feed(1)
+    with pytest.raises(ValueError):
+        feed.finished()
+    with pytest.raises(ValueError):
+        feed.table_done()
+    with pytest.raises(ValueError):
+        Feed(0)
+
+
+def test_the_feed_imports_no_processes_threads_or_clock() -> None:
+    tree = ast.parse(Path(feed_module.__file__).read_text())
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert imported <= {"__future__", "heapq", "itertools", "typing"}, imported

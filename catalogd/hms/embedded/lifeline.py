@@ -1,11 +1,12 @@
 """The embedded HMS lives no longer than its catalogd: a parent-death signal, and stale ones found.
 
-* :func:`die_with_parent` runs in the forked child before ``exec`` (a Popen
-  ``preexec_fn``): Linux ``prctl(PR_SET_PDEATHSIG, SIGTERM)``, which survives
-  ``exec``, so a ``kill -9`` of catalogd still stops the JVM (cleanly: SIGTERM
-  runs its shutdown hooks, which close Derby). Linux delivers the signal when the
-  *thread* that forked the child exits, so only a thread that lives as long as
-  the HMS should start it (catalogd's main thread, or the supervisor's).
+* :func:`catalogd.lifeline.die_with_parent` runs in the forked child before
+  ``exec`` (a Popen ``preexec_fn``): Linux ``prctl(PR_SET_PDEATHSIG, SIGTERM)``,
+  which survives ``exec``, so a ``kill -9`` of catalogd still stops the JVM
+  (cleanly: SIGTERM runs its shutdown hooks, which close Derby). Linux delivers
+  the signal when the *thread* that forked the child exits, so only a thread that
+  lives as long as the HMS should start it (catalogd's main thread, or the
+  supervisor's).
 * :func:`find_stale` lists HMS JVMs of one data directory whose parent is gone
   (re-parented to init or a sub-reaper): left by a catalogd killed before the
   parent-death signal existed, or by a process that did not ask for it.
@@ -18,32 +19,16 @@ Reads ``/proc``; elsewhere (no ``/proc``) nothing is found and nothing is set.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import time
 from pathlib import Path
 
-__all__ = ["Holder", "die_with_parent", "find_stale", "holders", "stop_stale"]
+__all__ = ["Holder", "find_stale", "holders", "stop_stale"]
 
-_PR_SET_PDEATHSIG = 1
 _PROC = Path("/proc")
 # Parents that mean "someone still owns this HMS" (catalogd, a test, a developer's shell tool).
 _OWNERS = ("python", "catalogd", "pytest")
-
-
-def die_with_parent() -> None:
-    """In a forked child: ask for SIGTERM when the parent (thread) dies; exit if it is gone.
-
-    Async-signal-safe enough for a ``preexec_fn``: one libc call, no allocation
-    beyond ctypes' own, no locks.
-    """
-    parent = os.getppid()
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    if parent == 1:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 class Holder:

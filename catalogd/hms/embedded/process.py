@@ -61,9 +61,10 @@ from catalogd.hms.embedded.jvm import (
     probe,
     terminate,
 )
-from catalogd.hms.embedded.lifeline import die_with_parent, holders, stop_stale
+from catalogd.hms.embedded.lifeline import holders, stop_stale
 from catalogd.hms.embedded.mysql import MariaDbBackend
 from catalogd.hms.embedded.postgres import create_postgres_schema
+from catalogd.lifeline import die_with_parent
 from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
 __all__ = ["EmbeddedMetastore"]
