@@ -12,6 +12,7 @@ Package map::
     subscriber/
     ├── api.py          CatalogSubscriber, the public class (reads, waits, listeners)
     ├── reads.py        lookups over one cache view; partition specs; object decoding
+    ├── memo.py         BoundedMemo: the clear-when-full memo of decoded and encoded objects
     ├── sync.py         the pure join / gap / resync / report state machine
     ├── cache.py        the versioned cache: immutable views, lock-free reads
     ├── transport.py    the background thread owning the DEALER and SUB sockets

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from subscriber.cache import CacheView
+from subscriber.memo import BoundedMemo
 from subscriber.protocol import codec
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.errors import InvalidRequestError, NotFoundError
@@ -39,8 +40,7 @@ class ObjectDecoder:
     """
 
     def __init__(self, limit: int = _MEMO_LIMIT) -> None:
-        self._limit = limit
-        self._memo: dict[tuple[str, int], Any] = {}
+        self._memo: BoundedMemo[tuple[str, int], Any] = BoundedMemo(limit)
 
     def __call__(self, entry: Entry) -> Any:
         memo_key = (entry.key, entry.version)
@@ -49,9 +49,7 @@ class ObjectDecoder:
             assert entry.payload is not None
             obj = codec.decode_object(entry.payload)
             obj.catalog_version = entry.version
-            if len(self._memo) >= self._limit:
-                self._memo = {}
-            self._memo[memo_key] = obj
+            self._memo.put(memo_key, obj)
         return obj
 
 
