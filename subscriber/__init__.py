@@ -27,6 +27,7 @@ Package map::
         ├── messages.py     protocol messages as values (delta parts, commits, ...)
         ├── codec.py        Thrift structs to framed bytes and back
         ├── validator.py    checks Thrift bytes before thriftpy2 decodes them
+        ├── binary.py       Thrift binary type codes; the one walker (validator, HMS framing)
         ├── wire.py         topics, frames and Thrift conversions
         ├── files.py        catalogd's compact THdfsFileDesc encoding (file metadata)
         └── hive_types.py   Hive type strings to Impala TColumnType trees

@@ -28,8 +28,9 @@ import idl
 from subscriber.cache import CacheView, PartitionSet
 from subscriber.memo import BoundedMemo
 from subscriber.metastore import filters
-from subscriber.metastore.framing import LIST, STRING, STRUCT, struct_list_success, success_struct
+from subscriber.metastore.framing import struct_list_success, success_struct
 from subscriber.protocol import codec, hms_partition
+from subscriber.protocol.binary import LIST, STRING, STRUCT
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.keys import (
     FUNCTION_PREFIX,

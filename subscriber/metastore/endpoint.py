@@ -52,7 +52,7 @@ from subscriber.metastore import framing
 from subscriber.metastore.answers import CacheAnswers, Forward
 from subscriber.metastore.upstream import Upstream, parse_uri
 from subscriber.metastore.writes import Target, touched
-from subscriber.protocol import codec
+from subscriber.protocol import binary, codec
 from subscriber.protocol.errors import (
     CatalogTimeoutError,
     MetastoreUnavailableError,
@@ -415,7 +415,7 @@ def _succeeded(reply: bytes) -> bool:
     if header is None or header.type != framing.REPLY:
         return False
     body = reply[header.body_start :]
-    if not body or body[0] == framing.STOP:
+    if not body or body[0] == binary.STOP:
         return True
     return len(body) >= 3 and body[1:3] == b"\x00\x00"
 
