@@ -14,6 +14,7 @@ Package map::
     ├── reads.py        lookups over one cache view; partition specs; object decoding
     ├── memo.py         BoundedMemo: the clear-when-full memo of decoded and encoded objects
     ├── sync.py         the pure join / gap / resync / report state machine
+    ├── phases.py       its phases and the one table of transitions between them
     ├── cache.py        the versioned cache: immutable views, lock-free reads
     ├── transport.py    the background thread owning the DEALER and SUB sockets
     ├── privileges.py   HMS/Impala privilege checks over the cached grants
