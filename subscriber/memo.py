@@ -12,27 +12,33 @@ race only repeats work (two threads computing the same value) or clears once mor
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 
-class BoundedMemo(dict[K, V]):
-    """A dict of at most ``limit`` items: :meth:`put` clears it first when it is full.
+class BoundedMemo(Generic[K, V]):
+    """At most ``limit`` remembered values: :meth:`put` clears them all first when full.
 
-    Read it with the dict's own ``get`` (no wrapper on the hit path).
+    Read through :attr:`values`, a plain dict that stays the same object for the
+    memo's life (it is cleared in place), so a hot reader may hold it and pay
+    nothing over a dict lookup.
     """
 
-    __slots__ = ("limit",)
+    __slots__ = ("limit", "values")
 
     def __init__(self, limit: int) -> None:
-        super().__init__()
         self.limit = limit
+        self.values: dict[K, V] = {}
+
+    def __len__(self) -> int:
+        return len(self.values)
 
     def put(self, key: K, value: V) -> V:
         """Remember ``value`` under ``key`` (clearing everything first when full); returns it."""
-        if len(self) >= self.limit:
-            self.clear()
-        self[key] = value
+        values = self.values
+        if len(values) >= self.limit:
+            values.clear()
+        values[key] = value
         return value

@@ -47,10 +47,11 @@ class ObjectDecoder:
 
     def __init__(self, limit: int = _MEMO_LIMIT) -> None:
         self._memo: BoundedMemo[tuple[str, int], Any] = BoundedMemo(limit)
+        self._known = self._memo.values  # read directly: this is every read's hot path
 
     def __call__(self, entry: Entry) -> Any:
         memo_key = (entry.key, entry.version)
-        obj = self._memo.get(memo_key)
+        obj = self._known.get(memo_key)
         if obj is None:
             assert entry.payload is not None
             obj = codec.decode_object(entry.payload)

@@ -215,7 +215,7 @@ class CacheAnswers:
 
     def _partition_bytes(self, table: Any, entry: Entry) -> bytes:
         memo_key = (entry.key, entry.version)
-        data = self._encoded.get(memo_key)
+        data = self._encoded.values.get(memo_key)
         if data is None:
             rebuilt = hms_partition.rebuild(table, self._decode(entry).hdfs_partition)
             if rebuilt is None:
@@ -343,7 +343,7 @@ class CacheAnswers:
 
     def _encode(self, entry: Entry, struct: Any) -> bytes:
         memo_key = (entry.key, entry.version)
-        data = self._encoded.get(memo_key)
+        data = self._encoded.values.get(memo_key)
         if data is None:
             data = self._encoded.put(memo_key, codec.encode(struct, check=False))
         return data

@@ -12,11 +12,12 @@ def test_put_remembers_until_full_then_starts_over() -> None:
     assert memo.put("a", 1) == 1
     memo.put("b", 2)
     memo.put("c", 3)
-    assert memo.get("a") == 1 and len(memo) == 3
+    values = memo.values
+    assert values.get("a") == 1 and len(memo) == 3
     memo.put("d", 4)  # full: cleared first
-    assert dict(memo) == {"d": 4}
+    assert memo.values == {"d": 4} and memo.values is values  # cleared in place
     memo.put("d", 5)
-    assert dict(memo) == {"d": 5}
+    assert memo.values == {"d": 5}
 
 
 def test_decoder_and_answers_share_the_memo_class() -> None:
