@@ -12,7 +12,9 @@ Package map::
     subscriber/
     ├── api.py          CatalogSubscriber, the public class (reads, waits, listeners)
     ├── reads.py        lookups over one cache view; partition specs; object decoding
+    ├── memo.py         BoundedMemo: the clear-when-full memo of decoded and encoded objects
     ├── sync.py         the pure join / gap / resync / report state machine
+    ├── phases.py       its phases and the one table of transitions between them
     ├── cache.py        the versioned cache: immutable views, lock-free reads
     ├── transport.py    the background thread owning the DEALER and SUB sockets
     ├── privileges.py   HMS/Impala privilege checks over the cached grants
@@ -26,6 +28,7 @@ Package map::
         ├── messages.py     protocol messages as values (delta parts, commits, ...)
         ├── codec.py        Thrift structs to framed bytes and back
         ├── validator.py    checks Thrift bytes before thriftpy2 decodes them
+        ├── binary.py       Thrift binary type codes; the one walker (validator, HMS framing)
         ├── wire.py         topics, frames and Thrift conversions
         ├── files.py        catalogd's compact THdfsFileDesc encoding (file metadata)
         └── hive_types.py   Hive type strings to Impala TColumnType trees

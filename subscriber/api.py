@@ -12,7 +12,8 @@ cache that the background thread swaps in whole. Objects returned are shared
 decoded Thrift structs: treat them as read-only (copy before changing one).
 Listeners run on the background thread; one that raises is logged and kept.
 A subscriber belongs to the process that started it: using it in a forked child
-raises :class:`~subscriber.protocol.errors.ForkedProcessError`.
+raises :class:`~subscriber.protocol.errors.ForkedProcessError`. It starts once
+(:class:`Lifecycle`): after :meth:`~CatalogSubscriber.close`, ``start`` raises.
 
 Why one module of over 400 lines: it is the whole public surface of the library in one
 class (lifecycle, waits, reads, listeners, privileges, pools, failover endpoints); the
@@ -27,6 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import idl
@@ -37,17 +39,12 @@ from subscriber.protocol.delta import Entry
 from subscriber.protocol.errors import (
     AuthenticationError,
     CatalogTimeoutError,
+    ConflictError,
     ForkedProcessError,
     InvalidRequestError,
     NotFoundError,
 )
-from subscriber.protocol.keys import (
-    AUTHORIZATION_PREFIXES,
-    CACHE_POOL_PREFIX,
-    GLOBAL,
-    TableName,
-    database_key,
-)
+from subscriber.protocol.keys import GLOBAL, TableName, database_key
 from subscriber.reads import PartitionSpec
 from subscriber.sync import Step, SyncMachine
 from subscriber.transport import SubscriberTransport, TransportConfig, TransportStats
@@ -55,7 +52,7 @@ from subscriber.transport import SubscriberTransport, TransportConfig, Transport
 if TYPE_CHECKING:
     from subscriber.metastore.endpoint import MetastoreEndpoint
 
-__all__ = ["CatalogSubscriber", "Listener", "PartitionSpec"]
+__all__ = ["CatalogSubscriber", "Lifecycle", "Listener", "PartitionSpec"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +61,14 @@ Listener = Callable[[ChangeEvent], None]
 _LOAD_RETRY_S = 3.0
 svc = idl.catalog_service
 _UNLOADED = idl.catalog_objects.TTableType.UNLOADED_TABLE
+
+
+class Lifecycle(Enum):
+    """A subscriber's lifecycle (kazoo TreeCache's): it starts once and never restarts."""
+
+    LATENT = "latent"
+    STARTED = "started"
+    CLOSED = "closed"
 
 
 class CatalogSubscriber:
@@ -82,6 +87,7 @@ class CatalogSubscriber:
         rcvhwm: the SUB socket's receive high-water mark (messages).
         stale_after_heartbeats: heartbeat intervals of silence before
             :attr:`is_stale` turns true and the subscriber reconnects.
+        request_timeout_s: ask again for a snapshot or catch-up unanswered this long.
         server_key: catalogd's public CURVE key, when catalogd uses keys: a
             certificate file (``server.key``) or the 40-character Z85 key.
         client_key: this client's secret key: its ``NAME.key_secret`` file or the
@@ -109,54 +115,53 @@ class CatalogSubscriber:
         keys = None if server_key is None else client_keys(server_key, client_key or "")
         dbs = None if databases is None else tuple(sorted({d.lower() for d in databases}))
         endpoints = (endpoint,) if isinstance(endpoint, str) else tuple(endpoint)
-        if not endpoints:
-            raise InvalidRequestError("give at least one catalogd endpoint")
         self.client_id = client_id or f"{os.uname().nodename}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.databases = dbs
         """The databases followed (lower case, sorted); None: all."""
         self._pid = os.getpid()
+        config = TransportConfig(
+            endpoints=endpoints, databases=dbs, client_id=self.client_id, rcvhwm=rcvhwm, curve=keys
+        )
         self._machine = SyncMachine(
             databases=dbs,
             stale_after_heartbeats=stale_after_heartbeats,
             request_timeout_s=request_timeout_s,
         )
-        self._transport = SubscriberTransport(
-            TransportConfig(
-                endpoint=endpoints[0],
-                endpoints=endpoints,
-                databases=dbs,
-                client_id=self.client_id,
-                rcvhwm=rcvhwm,
-                stale_after_heartbeats=stale_after_heartbeats,
-                request_timeout_s=request_timeout_s,
-                curve=keys,
-            ),
-            self._machine,
-            self._after_step,
-        )
+        self._transport = SubscriberTransport(config, self._machine, self._after_step)
         self._listeners: tuple[Listener, ...] = ()
         self._machine.cache.emit_events = False  # until someone listens
         self._changed = threading.Condition()
         self._decode = reads.ObjectDecoder()
-        self._privileges_memo: tuple[frozenset[str], Any] | None = None
-        self._started = False
-        self._closed = False
+        self._privileges = reads.PrivilegeIndexes(self._decode)
+        self._state = Lifecycle.LATENT
 
     # -- lifecycle ----------------------------------------------------------------------
 
+    @property
+    def state(self) -> Lifecycle:
+        """LATENT until :meth:`start`, then STARTED, and CLOSED for good after :meth:`close`."""
+        return self._state
+
     def start(self) -> CatalogSubscriber:
-        """Start the background thread (idempotent); returns self."""
+        """Start the background thread (idempotent while started); returns self.
+
+        Raises:
+            ConflictError: the subscriber is closed (create a new one instead).
+            ForkedProcessError: called in a forked child.
+        """
         self._check_process()
-        if not self._started:
-            self._started = True
+        if self._state is Lifecycle.CLOSED:
+            raise ConflictError("this CatalogSubscriber is closed: create a new one")
+        if self._state is Lifecycle.LATENT:
+            self._state = Lifecycle.STARTED
             self._transport.start()
         return self
 
     def close(self) -> None:
-        """Stop the thread and close the sockets (idempotent)."""
-        if self._closed or os.getpid() != self._pid:
+        """Stop the thread and close the sockets (idempotent; a no-op in a forked child)."""
+        if self._state is Lifecycle.CLOSED or os.getpid() != self._pid:
             return
-        self._closed = True
+        self._state = Lifecycle.CLOSED
         self._transport.close()
         with self._changed:
             self._changed.notify_all()
@@ -172,12 +177,12 @@ class CatalogSubscriber:
     @property
     def version(self) -> int:
         """The catalog version the cache holds (0 before the first sync)."""
-        return self._view().version
+        return self.cache_view().version
 
     @property
     def service_id(self) -> str:
         """The id of the catalogd process the cache came from ("" before sync)."""
-        return self._view().service_id
+        return self.cache_view().service_id
 
     @property
     def is_synced(self) -> bool:
@@ -215,7 +220,7 @@ class CatalogSubscriber:
         Raises:
             CatalogTimeoutError: not synced within ``timeout`` seconds.
         """
-        self._wait(lambda: self._machine.synced, timeout, "the first sync")
+        self.wait_until(lambda: self._machine.synced, timeout, "the first sync")
 
     def wait_for_version(self, version: int, timeout: float) -> None:
         """Block until the cache holds ``version`` (read-your-writes after an admin command).
@@ -223,15 +228,22 @@ class CatalogSubscriber:
         Raises:
             CatalogTimeoutError: the version did not arrive within ``timeout`` seconds.
         """
-        self._wait(lambda: self._view().version >= version, timeout, f"version {version}")
+        self.wait_until(lambda: self.cache_view().version >= version, timeout, f"version {version}")
 
-    def _wait(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+    def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        """Block until ``condition()`` holds; it is checked now and after every change
+        the background thread makes (call :meth:`cache_view` in it, it must not block).
+
+        Raises:
+            CatalogTimeoutError: still false after ``timeout`` seconds (message names
+                ``what``), or the subscriber is closed.
+        """
         self._check_process()
         deadline = time.monotonic() + timeout
         with self._changed:
             while not condition():
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._closed:
+                if remaining <= 0 or self._state is Lifecycle.CLOSED:
                     raise CatalogTimeoutError(
                         f"timed out after {timeout:g}s waiting for {what} "
                         f"(cached version {self.version})"
@@ -252,7 +264,7 @@ class CatalogSubscriber:
     # -- reads -------------------------------------------------------------------------------
 
     def list_databases(self) -> list[str]:
-        view = self._view()
+        view = self.cache_view()
         return sorted(db for db in view.by_database if db != GLOBAL)
 
     def get_database(self, name: str) -> Any:
@@ -261,7 +273,7 @@ class CatalogSubscriber:
         Raises:
             NotFoundError: no such database in the cache.
         """
-        entry = self._view().get(database_key(name))
+        entry = self.cache_view().get(database_key(name))
         if entry is None:
             raise NotFoundError(f"database {name.lower()!r} not found")
         return self._decode(entry).db
@@ -272,7 +284,7 @@ class CatalogSubscriber:
         Raises:
             NotFoundError: no such database in the cache.
         """
-        return reads.table_names(self._view(), db.lower())
+        return reads.table_names(self.cache_view(), db.lower())
 
     def get_table(self, name: str, *, load: bool = False, timeout: float = 60.0) -> Any:
         """The ``TTable`` for ``"db.table"`` (a view too). Partitions are separate:
@@ -302,24 +314,23 @@ class CatalogSubscriber:
             except NotFoundError:
                 return True  # dropped meanwhile: the next read says so
 
-        deadline = time.monotonic() + timeout
+        what, deadline = f"table {table_name} to load", time.monotonic() + timeout
         while True:
             # Asked again every few seconds: a request lost with a reconnect or a
             # full pipe must not leave the caller waiting for the background pool.
             self._transport.send_request(request)
             remaining = deadline - time.monotonic()
             try:
-                self._wait(loaded, min(remaining, _LOAD_RETRY_S), f"table {table_name} to load")
+                self.wait_until(loaded, min(remaining, _LOAD_RETRY_S), what)
                 break
             except CatalogTimeoutError:
                 if remaining <= _LOAD_RETRY_S:
-                    raise CatalogTimeoutError(
-                        f"table {table_name} not loaded within {timeout:g}s"
-                    ) from None
+                    message = f"table {table_name} not loaded within {timeout:g}s"
+                    raise CatalogTimeoutError(message) from None
         return self._decode(self._table_entry(table_name)).table
 
     def _table_entry(self, name: TableName) -> Entry:
-        return reads.table_entry(self._view(), name)
+        return reads.table_entry(self.cache_view(), name)
 
     def list_partitions(self, table: str, spec: PartitionSpec = None) -> list[Any]:
         """The ``THdfsPartition`` objects of ``table`` matching a partial spec.
@@ -334,7 +345,7 @@ class CatalogSubscriber:
                 partition column of the table.
         """
         name = TableName.parse(table)
-        view = self._view()
+        view = self.cache_view()
         header = self._decode(reads.table_entry(view, name)).table
         columns = [c.columnName.lower() for c in (header.clustering_columns or [])]
         found = reads.partition_entries(view, name, columns, spec)
@@ -344,11 +355,8 @@ class CatalogSubscriber:
         """Ask catalogd to reload ``db.table`` from HMS now (``table`` None: the
         database's table names and functions), as after a write made elsewhere.
         One-way and non-blocking: watch the cache (or :meth:`wait_for_version`)."""
-        self._transport.send_request(
-            svc.TRequest(
-                load_table=svc.TLoadTableRequest(db_name=db, tbl_name=table or "", reload=True)
-            )
-        )
+        load = svc.TLoadTableRequest(db_name=db, tbl_name=table or "", reload=True)
+        self._transport.send_request(svc.TRequest(load_table=load))
 
     def metastore_endpoint(
         self, upstream: str, listen: str = "127.0.0.1:0", **options: Any
@@ -364,26 +372,9 @@ class CatalogSubscriber:
 
     # -- privileges and cache pools --------------------------------------------------------
 
-    def _privilege_index(self) -> Any:
-        view = self._view()
-        global_keys = view.by_database.get(GLOBAL, frozenset())
-        memo = self._privileges_memo
-        if memo is not None and memo[0] is global_keys:
-            return memo[1]
-        objects = [
-            self._decode(view.objects[k])
-            for k in global_keys
-            if k.startswith(AUTHORIZATION_PREFIXES)
-        ]
-        index = privileges.PrivilegeIndex.from_objects(objects)
-        # Keyed by the identity of the global key set, which every change of a
-        # global object replaces (the frozenset is held, so its id stays unique).
-        self._privileges_memo = (global_keys, index)
-        return index
-
     def list_principals(self, principal_type: str | None = None) -> list[Any]:
         """Roles, users and groups known to the catalog (optionally of one type)."""
-        return privileges.principals(self._privilege_index(), principal_type)
+        return privileges.principals(self._privileges(self.cache_view()), principal_type)
 
     def privileges_of(self, principal: str, principal_type: str = "ROLE") -> list[Any]:
         """The grants held directly by one principal.
@@ -391,7 +382,9 @@ class CatalogSubscriber:
         Raises:
             NotFoundError: no such principal.
         """
-        return privileges.privileges_of(self._privilege_index(), principal, principal_type)
+        return privileges.privileges_of(
+            self._privileges(self.cache_view()), principal, principal_type
+        )
 
     def check_privilege(
         self,
@@ -405,25 +398,32 @@ class CatalogSubscriber:
         """Whether ``user`` (in ``groups``) holds ``level`` (e.g. ``"SELECT"``) on the object,
         with HMS/Impala semantics: see :mod:`subscriber.privileges`."""
         return privileges.check_privilege(
-            self._privilege_index(), user, list(groups), level, db, table, column
+            self._privileges(self.cache_view()), user, list(groups), level, db, table, column
         )
 
     def list_cache_pools(self) -> list[Any]:
         """The ``THdfsCachePool`` objects, sorted by name."""
-        view = self._view()
-        names = sorted(k for k in view.keys_of(GLOBAL) if k.startswith(CACHE_POOL_PREFIX))
-        return [self._decode(view.objects[k]).cache_pool for k in names]
+        return reads.cache_pools(self.cache_view(), self._decode)
 
     def cached_tables(self, pool: str | None = None) -> list[str]:
         """Tables (``db.table``) and partitions (``db.table/k=v``) marked cached
         (in ``pool`` when given), from table headers alone."""
-        return reads.cached_tables(self._view(), self._decode, pool)
+        return reads.cached_tables(self.cache_view(), self._decode, pool)
 
-    # -- internals ---------------------------------------------------------------------------
+    # -- for adapters over the cache (the HMS endpoint) ---------------------------------------
 
-    def _view(self) -> CacheView:
+    def cache_view(self) -> CacheView:
+        """The current immutable view of the cache (never changes once returned)."""
         self._check_process()
         return self._machine.cache.view
+
+    @property
+    def decoder(self) -> reads.ObjectDecoder:
+        """Entry -> decoded ``TCatalogObject``, memoised and shared by every read: treat
+        what it returns as read-only."""
+        return self._decode
+
+    # -- internals ---------------------------------------------------------------------------
 
     def _check_process(self) -> None:
         if os.getpid() != self._pid:

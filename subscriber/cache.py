@@ -23,10 +23,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from subscriber.protocol.delta import Delta, Entry, VersionGapError
-from subscriber.protocol.keys import database_of, parse_partition_name
+from subscriber.protocol.keys import (
+    PARTITION_PREFIX,
+    database_of,
+    parse_partition_name,
+    split_partition_key,
+)
 
 BUCKETS = 64
-_PARTITION = "HDFS_PARTITION"
 
 
 class PartitionBucket(dict[str, Entry]):
@@ -51,13 +55,6 @@ class PartitionBucket(dict[str, Entry]):
 
 
 _EMPTY_BUCKETS: tuple[PartitionBucket, ...] = tuple(PartitionBucket() for _ in range(BUCKETS))
-
-
-def _split_partition_key(key: str) -> tuple[str, str]:
-    """``HDFS_PARTITION:db.t:k=v`` -> (``db.t``, ``k=v``)."""
-    rest = key[len(_PARTITION) + 1 :]
-    table, _, name = rest.partition(":")
-    return table, name
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +142,8 @@ class CacheView:
     """``db.table`` -> its partitions."""
 
     def get(self, key: str) -> Entry | None:
-        if key.startswith(_PARTITION + ":"):
-            table, name = _split_partition_key(key)
+        if key.startswith(PARTITION_PREFIX):
+            table, name = split_partition_key(key)
             parts = self.partitions.get(table)
             return parts.get(name) if parts is not None else None
         return self.objects.get(key)
@@ -185,8 +182,8 @@ def _with_changes(
     part_changes: dict[str, dict[str, Entry | None]] = {}
     for entry in entries:
         key = entry.key
-        if key.startswith(_PARTITION + ":"):
-            table, name = _split_partition_key(key)
+        if key.startswith(PARTITION_PREFIX):
+            table, name = split_partition_key(key)
             old = view.partitions.get(table)
             previous = old.get(name) if old is not None else None
             part_changes.setdefault(table, {})[name] = None if entry.removed else entry

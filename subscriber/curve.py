@@ -1,5 +1,8 @@
 """CURVE keys on the client side: load them, put them on a socket, read why a handshake failed.
 
+:func:`load_certificate` is also how catalogd reads its own key files
+(``catalogd/security/keys.py``): one reader of certificate files for both sides.
+
 catalogd authenticates every peer with ZeroMQ's CURVE mechanism when it is given
 keys (see ``docs/DESIGN.md``, "Security"). A client then needs three keys: its
 own key pair and catalogd's public key. :func:`client_keys` accepts each as a
@@ -37,6 +40,9 @@ KeySource = str | bytes | os.PathLike[str]
 """A path to a certificate file, or a Z85-encoded key (40 characters)."""
 
 Z85_KEY_LENGTH = 40
+PUBLIC_SUFFIX = ".key"
+SECRET_SUFFIX = ".key_secret"
+"""Certificate file names: ``NAME.key`` (public) and ``NAME.key_secret`` (both halves)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +88,29 @@ def _load(source: KeySource, what: str, *, need_secret: bool) -> tuple[bytes, by
             return text, None
         except (zmq.ZMQError, ValueError) as exc:
             raise InvalidRequestError(f"{what}: not a Z85 CURVE key") from exc
-    path = Path(os.fsdecode(text))
+    try:
+        return load_certificate(Path(os.fsdecode(text)), need_secret=need_secret)
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(f"{what}: {exc}") from exc
+
+
+def load_certificate(path: Path, *, need_secret: bool = False) -> tuple[bytes, bytes | None]:
+    """The ``(public, secret)`` Z85 keys of a ZeroMQ certificate file (``secret`` is None
+    in a public ``NAME.key`` file). The one certificate reader of catalogd and its clients.
+
+    Raises:
+        InvalidRequestError: the file is missing, unreadable or no certificate, or
+            ``need_secret`` and it holds no secret key. The message names the file,
+            never the key material.
+    """
     try:
         public, secret = zmq.auth.load_certificate(path)
     except (OSError, ValueError) as exc:
         raise InvalidRequestError(
-            f"{what}: cannot read a CURVE certificate from {path}: {type(exc).__name__}"
+            f"cannot read a CURVE certificate from {path}: {type(exc).__name__}"
         ) from exc
     if need_secret and not secret:
-        raise InvalidRequestError(
-            f"{what}: {path} holds no secret key (give the *.key_secret file)"
-        )
+        raise InvalidRequestError(f"{path} holds no secret key: give the *{SECRET_SUFFIX} file")
     return public, secret
 
 

@@ -2,7 +2,9 @@
 
 Pure functions of an immutable :class:`~subscriber.cache.CacheView` (and, where
 objects must be looked into, a ``decode`` callable such as :class:`ObjectDecoder`):
-no lock, no I/O, safe from any thread. Partition specs are parsed here.
+no lock, no I/O, safe from any thread. Partition specs are parsed here. Two memos
+sit beside them: :class:`ObjectDecoder` (decoded objects) and
+:class:`PrivilegeIndexes` (the privilege index of the newest global objects).
 """
 
 from __future__ import annotations
@@ -11,10 +13,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from subscriber.cache import CacheView
+from subscriber.memo import BoundedMemo
+from subscriber.privileges import PrivilegeIndex
 from subscriber.protocol import codec
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.errors import InvalidRequestError, NotFoundError
 from subscriber.protocol.keys import (
+    AUTHORIZATION_PREFIXES,
+    CACHE_POOL_PREFIX,
+    GLOBAL,
     TABLE_PREFIX,
     TableName,
     database_key,
@@ -39,19 +46,17 @@ class ObjectDecoder:
     """
 
     def __init__(self, limit: int = _MEMO_LIMIT) -> None:
-        self._limit = limit
-        self._memo: dict[tuple[str, int], Any] = {}
+        self._memo: BoundedMemo[tuple[str, int], Any] = BoundedMemo(limit)
+        self._known = self._memo.values  # read directly: this is every read's hot path
 
     def __call__(self, entry: Entry) -> Any:
         memo_key = (entry.key, entry.version)
-        obj = self._memo.get(memo_key)
+        obj = self._known.get(memo_key)
         if obj is None:
             assert entry.payload is not None
             obj = codec.decode_object(entry.payload)
             obj.catalog_version = entry.version
-            if len(self._memo) >= self._limit:
-                self._memo = {}
-            self._memo[memo_key] = obj
+            self._memo.put(memo_key, obj)
         return obj
 
 
@@ -136,3 +141,37 @@ def cached_tables(view: CacheView, decode: Decode, pool: str | None = None) -> l
                 if pool in (None, part_pool):
                     found.append(f"{name}/{part}")
     return sorted(found)
+
+
+def cache_pools(view: CacheView, decode: Decode) -> list[Any]:
+    """The ``THdfsCachePool`` objects of the view, sorted by name."""
+    names = sorted(k for k in view.keys_of(GLOBAL) if k.startswith(CACHE_POOL_PREFIX))
+    return [decode(view.objects[k]).cache_pool for k in names]
+
+
+class PrivilegeIndexes:
+    """The :class:`~subscriber.privileges.PrivilegeIndex` of a view's principals and
+    grants, built again only when a global object changed.
+
+    Remembers one index, keyed by the identity of the view's global key set, which
+    every change of a global object replaces (the set is held, so its id stays
+    unique). Safe to share between threads: a race builds an equal index twice.
+    """
+
+    def __init__(self, decode: Decode) -> None:
+        self._decode = decode
+        self._memo: tuple[frozenset[str], PrivilegeIndex] | None = None
+
+    def __call__(self, view: CacheView) -> PrivilegeIndex:
+        global_keys = view.by_database.get(GLOBAL, frozenset())
+        memo = self._memo
+        if memo is not None and memo[0] is global_keys:
+            return memo[1]
+        objects = [
+            self._decode(view.objects[k])
+            for k in global_keys
+            if k.startswith(AUTHORIZATION_PREFIXES)
+        ]
+        index = PrivilegeIndex.from_objects(objects)
+        self._memo = (global_keys, index)
+        return index

@@ -34,8 +34,11 @@ Invariants: the cache only ever moves by whole deltas that follow its version
 or by complete snapshots; every lost message is detected by a version gap, a
 count mismatch, or a heartbeat.
 
+The phases and the table of allowed transitions between them are in
+:mod:`subscriber.phases`; :meth:`SyncMachine._enter` is the one place the phase changes.
+
 Why one module of just over 400 lines: it is the protocol's one state machine; splitting
-its transitions across files would hide the invariants stated above.
+its handlers across files would hide the invariants stated above.
 """
 
 from __future__ import annotations
@@ -46,17 +49,10 @@ from enum import Enum
 from operator import attrgetter
 
 from subscriber.cache import CatalogCache, ChangeEvent
+from subscriber.phases import Event, Phase, next_phase
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.keys import GLOBAL
 from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, SnapshotEnd
-
-
-class Phase(Enum):
-    JOINING = "joining"
-    SNAPSHOTTING = "snapshotting"
-    SYNCED = "synced"
-    CATCHING_UP = "catching-up"
-
 
 # -- outputs ---------------------------------------------------------------------
 
@@ -170,7 +166,7 @@ class SyncMachine:
 
     def on_connected(self, now: float) -> Step:
         """The transport (re)created its sockets and subscribed."""
-        self.phase = Phase.JOINING
+        self._enter(Event.CONNECTED)
         self._pending.clear()
         self._buffer.clear()
         self._assembly = None
@@ -221,7 +217,7 @@ class SyncMachine:
         self._announced = max(version, self._announced) if same_service else version
         self._service_id = service_id
         step.events = self.cache.install(service_id, version, entries)
-        self.phase = Phase.SYNCED
+        self._enter(Event.SNAPSHOT_INSTALLED)
         self.stale = False
         self._requested_at = None
         return self._report_if_due(self._drain(step, now), now)
@@ -235,7 +231,7 @@ class SyncMachine:
             # Cannot happen with an honest server; recover the safe way.
             return self._snapshot(step, now)
         step.events = self.cache.apply(rebased)
-        self.phase = Phase.SYNCED
+        self._enter(Event.CAUGHT_UP)
         self.stale = False
         return self._report_if_due(self._drain(step, now), now)
 
@@ -346,8 +342,12 @@ class SyncMachine:
     def _foreign(self, service_id: str) -> bool:
         return self._service_id is not None and service_id != self._service_id
 
+    def _enter(self, event: Event) -> None:
+        """The one place the phase changes (by :data:`~subscriber.phases.TRANSITIONS`)."""
+        self.phase = next_phase(self.phase, event)
+
     def _snapshot(self, step: Step, now: float) -> Step:
-        self.phase = Phase.SNAPSHOTTING
+        self._enter(Event.SNAPSHOT_NEEDED)
         self._pending.clear()
         self._buffer.clear()
         self._requested_at = now
@@ -372,7 +372,7 @@ class SyncMachine:
         return step
 
     def _catch_up(self, step: Step, now: float) -> Step:
-        self.phase = Phase.CATCHING_UP
+        self._enter(Event.CATCH_UP_NEEDED)
         self._requested_at = now
         step.actions.append(Action(ActionKind.REQUEST_CATCH_UP, self.cache.view.version))
         return step

@@ -33,7 +33,7 @@ import idl
 from subscriber import curve
 from subscriber.curve import ClientKeys
 from subscriber.protocol import codec, wire
-from subscriber.protocol.errors import AuthenticationError, ProtocolError
+from subscriber.protocol.errors import AuthenticationError, InvalidRequestError, ProtocolError
 from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk
 from subscriber.sync import ActionKind, Phase, Step, SyncMachine
 
@@ -56,19 +56,24 @@ class TransportStats:
 
 @dataclass(frozen=True, slots=True)
 class TransportConfig:
-    endpoint: str
+    """Where and how the transport connects. Protocol timing (stale, request
+    timeouts) is the :class:`~subscriber.sync.SyncMachine`'s, not configured here."""
+
+    endpoints: tuple[str, ...]
+    """catalogd's address, or every catalogd's of an HA pair: the first session
+    connects to the first, and each session that ends moves on to the next."""
     databases: tuple[str, ...] | None = None
     client_id: str = ""
     rcvhwm: int = 100_000
     hello_timeout_s: float = 2.0
-    request_timeout_s: float = 30.0
-    stale_after_heartbeats: float = 3.0
     tick_s: float = 0.05
     max_message_bytes: int = 1 << 30
     curve: ClientKeys | None = None
     """CURVE keys for both sockets (see :mod:`subscriber.curve`); None: plain TCP."""
-    endpoints: tuple[str, ...] = ()
-    """HA: every catalogd's address; each session tries the next after ``endpoint``."""
+
+    def __post_init__(self) -> None:
+        if not self.endpoints:
+            raise InvalidRequestError("give at least one catalogd endpoint")
 
 
 class SubscriberTransport:
@@ -106,7 +111,7 @@ class SubscriberTransport:
         self.last_error: AuthenticationError | None = None
         """Why the last security handshake failed (None after one succeeds)."""
         self._logged: set[str] = set()  # the few failure texts already logged
-        self.endpoint = config.endpoint
+        self.endpoint = config.endpoints[0]
         """The address of the current (or next) session."""
 
     def start(self) -> None:

@@ -8,7 +8,8 @@ shows in the audit log, ``admin status`` and its logs (the ZAP User-Id).
 Safety checks at start (and on every reload): a secret key file that any other
 user can read or write, and a key directory or public key file that others can
 write, are refused with a message that says how to fix it.
-No function here puts key material into a message or a log line.
+No function here puts key material into a message or a log line. Certificate files
+are read with :func:`subscriber.curve.load_certificate`, the reader clients use too.
 """
 
 from __future__ import annotations
@@ -18,13 +19,21 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import zmq
 import zmq.auth
 
 from catalogd.config import ConfigError
+from subscriber.curve import PUBLIC_SUFFIX, SECRET_SUFFIX, load_certificate
+from subscriber.protocol.errors import InvalidRequestError
 
-PUBLIC_SUFFIX = ".key"
-SECRET_SUFFIX = ".key_secret"
+__all__ = [
+    "PUBLIC_SUFFIX",
+    "SECRET_SUFFIX",
+    "ServerKeys",
+    "check_secret_file",
+    "generate",
+    "load_directory",
+    "load_server_keys",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +106,10 @@ def load_server_keys(path: Path) -> ServerKeys:
     """
     check_secret_file(path)
     try:
-        public, secret = zmq.auth.load_certificate(path)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"secret key file {path}: not a ZeroMQ certificate ({type(exc).__name__})"
-        ) from exc
-    if not secret:
-        raise ConfigError(f"{path} holds no secret key: give the {SECRET_SUFFIX} file")
+        public, secret = load_certificate(path, need_secret=True)
+    except InvalidRequestError as exc:
+        raise ConfigError(f"secret key file: {exc}") from exc
+    assert secret is not None
     return ServerKeys(public=public, secret=secret)
 
 
@@ -128,8 +134,8 @@ def load_directory(directory: Path) -> dict[bytes, str]:
     for path in paths:
         _check_not_writable_by_others(path)
         try:
-            public, _ = zmq.auth.load_certificate(path)
-        except (OSError, ValueError):
+            public, _ = load_certificate(path)
+        except InvalidRequestError:
             continue
         keys[public] = path.name[: -len(PUBLIC_SUFFIX)]
     return keys

@@ -8,6 +8,7 @@ cache, everything else is forwarded to the real HMS. Parts:
 * :mod:`~subscriber.metastore.filters` (pure) -- ``get_partitions_by_filter`` strings;
 * :mod:`~subscriber.metastore.answers` (pure) -- read calls answered from a cache view;
 * :mod:`~subscriber.metastore.writes` (pure) -- what a forwarded write touched;
+* :mod:`~subscriber.metastore.replies` (pure) -- call arguments and replies the endpoint makes;
 * :mod:`~subscriber.metastore.upstream` -- one connection to the real HMS;
 * :mod:`~subscriber.metastore.endpoint` (threads) -- the server, policy and counters.
 

@@ -12,10 +12,10 @@ subscriber does not follow, a filter that cannot be evaluated exactly, a
 partition kept without its HMS struct -- :class:`Forward` is raised and the
 caller forwards the call to HMS instead.
 
-Encoded ``Table`` and ``Partition`` structs are memoised by ``(key, version)``
-and each table's sorted partition list by the identity of its immutable
-partition set, so repeated planning of a 10,000-partition table concatenates
-ready bytes. Thread-safety: any thread may call; memo races only repeat work.
+Encoded ``Table`` and ``Partition`` structs are memoised by ``(key, version)`` (a
+:class:`~subscriber.memo.BoundedMemo`) and each table's sorted partition list by the
+identity of its immutable partition set, so repeated planning of a 10,000-partition
+table concatenates ready bytes. Thread-safety: any thread may call; memo races only repeat work.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ from typing import Any
 
 import idl
 from subscriber.cache import CacheView, PartitionSet
+from subscriber.memo import BoundedMemo
 from subscriber.metastore import filters
-from subscriber.metastore.framing import LIST, STRING, STRUCT, struct_list_success, success_struct
+from subscriber.metastore.framing import struct_list_success, success_struct
 from subscriber.protocol import codec, hms_partition
+from subscriber.protocol.binary import LIST, STRING, STRUCT
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.keys import (
     FUNCTION_PREFIX,
@@ -79,7 +81,7 @@ class CacheAnswers:
     def __init__(self, decode: Decode, databases: frozenset[str] | None = None) -> None:
         self._decode = decode
         self._databases = databases
-        self._encoded: dict[tuple[str, int], bytes] = {}
+        self._encoded: BoundedMemo[tuple[str, int], bytes] = BoundedMemo(_MEMO_LIMIT)
         self._rows: dict[str, _Rows] = {}
         self._handlers: dict[str, Callable[[CacheView, Any], bytes]] = {
             "get_all_databases": self._get_all_databases,
@@ -117,8 +119,6 @@ class CacheAnswers:
             KeyError: ``name`` is not in :attr:`methods`.
             TException: an HMS exception (NoSuchObjectException, ...) to send back.
         """
-        if len(self._encoded) > _MEMO_LIMIT:
-            self._encoded = {}
         return self._handlers[name](view, args)
 
     # -- databases ------------------------------------------------------------------
@@ -215,13 +215,12 @@ class CacheAnswers:
 
     def _partition_bytes(self, table: Any, entry: Entry) -> bytes:
         memo_key = (entry.key, entry.version)
-        data = self._encoded.get(memo_key)
+        data = self._encoded.values.get(memo_key)
         if data is None:
             rebuilt = hms_partition.rebuild(table, self._decode(entry).hdfs_partition)
             if rebuilt is None:
                 raise Forward("partition kept without its HMS struct")
-            data = codec.encode(rebuilt, check=False)
-            self._encoded[memo_key] = data
+            data = self._encoded.put(memo_key, codec.encode(rebuilt, check=False))
         return data
 
     def _partitions(self, table: Any, rows: list[Any], max_parts: int | None) -> bytes:
@@ -344,10 +343,9 @@ class CacheAnswers:
 
     def _encode(self, entry: Entry, struct: Any) -> bytes:
         memo_key = (entry.key, entry.version)
-        data = self._encoded.get(memo_key)
+        data = self._encoded.values.get(memo_key)
         if data is None:
-            data = codec.encode(struct, check=False)
-            self._encoded[memo_key] = data
+            data = self._encoded.put(memo_key, codec.encode(struct, check=False))
         return data
 
 

@@ -30,8 +30,8 @@ Per call (binary protocol, unframed; see :mod:`subscriber.metastore.framing`):
 Bytes that are no Thrift message close that connection only.
 
 Why one module of over 400 lines: the connection threads, forwarding and read-your-
-writes wait share one connection lifecycle; answers, filters and framing are separate
-pure modules.
+writes wait share one connection lifecycle; answers, filters, framing and replies are
+separate pure modules. The subscriber is reached only through :class:`CachedCatalog`.
 """
 
 from __future__ import annotations
@@ -42,31 +42,55 @@ import logging
 import socket
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from thriftpy2.thrift import TException
 
 import idl
-from subscriber.metastore import framing
-from subscriber.metastore.answers import CacheAnswers, Forward
+from subscriber.cache import CacheView
+from subscriber.metastore import framing, replies
+from subscriber.metastore.answers import CacheAnswers, Decode, Forward
 from subscriber.metastore.upstream import Upstream, parse_uri
 from subscriber.metastore.writes import Target, touched
-from subscriber.protocol import codec
 from subscriber.protocol.errors import (
     CatalogTimeoutError,
     MetastoreUnavailableError,
     ProtocolError,
 )
 
-if TYPE_CHECKING:
-    from subscriber.api import CatalogSubscriber
-    from subscriber.cache import CacheView
-
 log = logging.getLogger(__name__)
 hms = idl.hive_metastore
 _SERVICE = hms.ThriftHiveMetastore
-_INTERNAL_ERROR = 6
+
+
+class CachedCatalog(Protocol):
+    """What the endpoint uses of a :class:`~subscriber.api.CatalogSubscriber`: its
+    public reads of the cache, and nothing else (so the endpoint does not import
+    the subscriber's module, which creates endpoints).
+    """
+
+    @property
+    def databases(self) -> tuple[str, ...] | None:
+        """The databases followed (lower case); None: all."""
+
+    @property
+    def lag_seconds(self) -> float:
+        """How far behind catalogd the cache is (inf before the first sync)."""
+
+    @property
+    def decoder(self) -> Decode:
+        """Entry -> decoded catalog object (shared, read-only)."""
+
+    def cache_view(self) -> CacheView:
+        """The current immutable cache view."""
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        """Block until ``condition()`` holds; CatalogTimeoutError after ``timeout``."""
+
+    def request_reload(self, db: str, table: str | None = None) -> None:
+        """Ask catalogd to reload ``db.table`` (or ``db``) from HMS now."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,19 +146,20 @@ class EndpointStats:
 
 
 class MetastoreEndpoint:
-    """An HMS Thrift endpoint over a :class:`~subscriber.api.CatalogSubscriber`.
+    """An HMS Thrift endpoint over a :class:`~subscriber.api.CatalogSubscriber` (any
+    :class:`CachedCatalog`).
 
     Start with :meth:`start` (or ``with``); :attr:`uri` is what HMS clients use.
     """
 
-    def __init__(self, subscriber: CatalogSubscriber, config: EndpointConfig) -> None:
+    def __init__(self, subscriber: CachedCatalog, config: EndpointConfig) -> None:
         parse_uri(config.upstream)  # fail early on a malformed address
         self.config = config
         self.stats = EndpointStats()
         self._sub = subscriber
         databases = subscriber.databases
         self._answers = CacheAnswers(
-            subscriber._decode, None if databases is None else frozenset(databases)
+            subscriber.decoder, None if databases is None else frozenset(databases)
         )
         self._config_memo: dict[bytes, bytes] = {}
         self._stop = threading.Event()
@@ -261,11 +286,11 @@ class MetastoreEndpoint:
         name, seqid = header.name, header.seqid
         body = message[header.body_start :]
         if name == "set_ugi":
-            args = _decode_args(name, body)
+            args = replies.decode_args(name, body)
             upstream.ugi_message = message
             groups = list(args.group_names or [])  # what HMS 2.3 answers (checked)
             self.stats.add("served", name)
-            return _result(name, seqid, _SERVICE.set_ugi_result(success=groups))
+            return replies.result(name, seqid, _SERVICE.set_ugi_result(success=groups))
         if name == "get_config_value":
             return self._config_value(message, header, upstream)
         if name == "shutdown":
@@ -276,14 +301,14 @@ class MetastoreEndpoint:
             return None if header.type == framing.ONEWAY else framing.reply(name, seqid, b"\x00")
         if name in self._answers.methods:
             if self._sub.lag_seconds <= self.config.max_lag_s:
-                args = _decode_args(name, body)
+                args = replies.decode_args(name, body)
                 try:
-                    result = self._answers.answer(self._sub._view(), name, args)
+                    result = self._answers.answer(self._sub.cache_view(), name, args)
                 except Forward as exc:
                     log.debug("HMS endpoint: forwarding %s: %s", name, exc)
                 except TException as exc:
                     self.stats.add("served", name)
-                    return _exception(name, seqid, exc)
+                    return replies.exception(name, seqid, exc)
                 except Exception:  # noqa: BLE001 - a bug here must not cost the answer
                     log.exception("HMS endpoint: answering %s failed; forwarding it", name)
                 else:
@@ -301,7 +326,7 @@ class MetastoreEndpoint:
     ) -> bytes | None:
         name = header.name
         write = framing.is_write(name)
-        before = self._sub._view() if write else None
+        before = self._sub.cache_view() if write else None
         try:
             reply = upstream.call(message, oneway=header.type == framing.ONEWAY)
         except MetastoreUnavailableError as exc:
@@ -309,9 +334,9 @@ class MetastoreEndpoint:
             log.warning("HMS endpoint: %s failed: %s", name, exc)
             if header.type == framing.ONEWAY:
                 return None
-            return _unavailable(name, header.seqid, f"catalogd HMS endpoint: {exc}")
+            return replies.unavailable(name, header.seqid, f"catalogd HMS endpoint: {exc}")
         self.stats.add(kind, name)
-        if reply is not None and before is not None and _succeeded(reply):
+        if reply is not None and before is not None and replies.succeeded(reply):
             target = touched(name, message[header.body_start :])
             if target is not None:
                 self._read_your_write(name, target, before)
@@ -327,9 +352,9 @@ class MetastoreEndpoint:
             reply = upstream.call(message)
         except MetastoreUnavailableError:
             # HMS down and never asked: its default is the best answer there is.
-            args = _decode_args(header.name, body)
+            args = replies.decode_args(header.name, body)
             self.stats.add("served", header.name)
-            return _result(
+            return replies.result(
                 header.name,
                 header.seqid,
                 _SERVICE.get_config_value_result(success=args.defaultValue),
@@ -337,7 +362,11 @@ class MetastoreEndpoint:
         assert reply is not None
         self.stats.add("forwarded", header.name)
         reply_header = framing.read_header(reply)
-        if reply_header is not None and reply_header.type == framing.REPLY and _succeeded(reply):
+        if (
+            reply_header is not None
+            and reply_header.type == framing.REPLY
+            and replies.succeeded(reply)
+        ):
             self._config_memo[body] = reply[reply_header.body_start :]
         return reply
 
@@ -350,10 +379,10 @@ class MetastoreEndpoint:
         mark = _mark(before, target)
 
         def changed() -> bool:
-            return _mark(self._sub._view(), target) != mark
+            return _mark(self._sub.cache_view(), target) != mark
 
         try:
-            self._sub._wait(changed, self.config.write_wait_s, f"{name} on {target}")
+            self._sub.wait_until(changed, self.config.write_wait_s, f"{name} on {target}")
         except CatalogTimeoutError:
             self.stats.write_waits_timed_out += 1
             log.warning(
@@ -377,47 +406,6 @@ def _mark(view: CacheView, target: Target) -> tuple[Any, ...]:
     )
     parts = view.partitions.get(f"{target.db}.{target.table}")
     return (entry.version if entry else None, id(parts) if parts is not None else None)
-
-
-def _decode_args(name: str, body: bytes) -> Any:
-    args_cls = getattr(_SERVICE, f"{name}_args")
-    return codec.decode(args_cls, body)
-
-
-def _result(name: str, seqid: int, result: Any) -> bytes:
-    return framing.reply(name, seqid, codec.encode(result, check=False))
-
-
-def _exception(name: str, seqid: int, exc: TException) -> bytes:
-    result_cls = getattr(_SERVICE, f"{name}_result")
-    for _, spec in result_cls.thrift_spec.items():
-        if len(spec) >= 3 and spec[2] is type(exc):
-            return _result(name, seqid, result_cls(**{spec[1]: exc}))
-    return framing.application_exception(name, seqid, str(exc), _INTERNAL_ERROR)
-
-
-def _unavailable(name: str, seqid: int, message: str) -> bytes:
-    """HMS unreachable: a ``MetaException`` when the method declares one, else a
-    ``TApplicationException`` (INTERNAL_ERROR)."""
-    result_cls = getattr(_SERVICE, f"{name}_result", None)
-    if result_cls is not None:
-        for _, spec in result_cls.thrift_spec.items():
-            if len(spec) >= 3 and spec[2] is hms.MetaException:
-                error = hms.MetaException(message=message)
-                return _result(name, seqid, result_cls(**{spec[1]: error}))
-    return framing.application_exception(name, seqid, message, _INTERNAL_ERROR)
-
-
-def _succeeded(reply: bytes) -> bool:
-    """Whether a REPLY carries a result rather than a declared exception: its
-    result struct is empty (void) or starts with field 0 (``success``)."""
-    header = framing.read_header(reply)
-    if header is None or header.type != framing.REPLY:
-        return False
-    body = reply[header.body_start :]
-    if not body or body[0] == framing.STOP:
-        return True
-    return len(body) >= 3 and body[1:3] == b"\x00\x00"
 
 
 def _drain(client: socket.socket, buf: bytearray) -> None:

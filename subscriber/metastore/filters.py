@@ -34,7 +34,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+from subscriber.protocol.hms_partition import NULL_PARTITION_VALUE
+
 INTEGRAL_TYPES = frozenset({"tinyint", "smallint", "int", "integer", "bigint"})
 _OPS = ("<=", ">=", "!=", "<>", "=", "<", ">")
 _TOKEN = re.compile(
@@ -247,7 +248,7 @@ def _integral_compare(position: int, op: str, literal: int) -> Predicate:
 
     def numeric(values: Sequence[str]) -> bool:
         value = values[position]
-        if value == DEFAULT_PARTITION:
+        if value == NULL_PARTITION_VALUE:
             return False  # HMS casts it to NULL: no comparison holds
         if not _INTEGER.match(value):
             raise Unsupported(f"partition value {value!r} of an integral column")

@@ -19,7 +19,9 @@ Invariants:
   :class:`~subscriber.protocol.errors.ProtocolError` as soon as the bytes
   cannot start one: garbage is refused without waiting for more input.
 * Its work is linear in the bytes walked; containers declaring more items
-  than could fit in ``max_size`` are refused up front.
+  than could fit in ``max_size`` are refused up front. The walk is
+  :func:`subscriber.protocol.binary.skip` (the validator's walker too), with
+  Java's type codes.
 """
 
 from __future__ import annotations
@@ -27,34 +29,18 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from subscriber.protocol.binary import STRUCT, TYPES, Buffer, skip
 from subscriber.protocol.errors import ProtocolError
 
 CALL, REPLY, EXCEPTION, ONEWAY = 1, 2, 3, 4
 VERSION_1 = 0x80010000
 VERSION_MASK = 0xFFFF0000
 
-STOP, BOOL, BYTE, DOUBLE, I16, I32, I64, STRING, STRUCT, MAP, SET, LIST = (
-    0,
-    2,
-    3,
-    4,
-    6,
-    8,
-    10,
-    11,
-    12,
-    13,
-    14,
-    15,
-)
-_FIXED = {BOOL: 1, BYTE: 1, DOUBLE: 8, I16: 2, I32: 4, I64: 8}
 MAX_DEPTH = 64
 MAX_NAME = 1024
 MAX_MESSAGE = 512 * 1024 * 1024
 
-Buffer = bytes | bytearray | memoryview
 _I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
 
 
 class _Incomplete(Exception):
@@ -94,8 +80,10 @@ def message_end(buf: Buffer, max_size: int = MAX_MESSAGE) -> int | None:
     """
     try:
         header = _header(buf)
-        end = _skip_struct(buf, header.body_start, 0, max_size)
-    except _Incomplete:
+        end = skip(buf, header.body_start, STRUCT, MAX_DEPTH, max_size, TYPES)
+    except (_Incomplete, IndexError, struct.error):
+        end = None  # the bytes so far are a proper prefix
+    if end is None or end > len(buf):
         if len(buf) > max_size:
             raise ProtocolError(f"message larger than {max_size} bytes") from None
         return None
@@ -144,67 +132,6 @@ def _string(buf: Buffer, pos: int) -> tuple[str, int]:
     if not name.isprintable():
         raise ProtocolError(f"bad method name {name!r}")
     return name, pos + 4 + size
-
-
-def _skip_struct(buf: Buffer, pos: int, depth: int, max_size: int) -> int:
-    if depth > MAX_DEPTH:
-        raise ProtocolError("nesting too deep")
-    while True:
-        _need(buf, pos + 1)
-        ftype = buf[pos]
-        if ftype == STOP:
-            return pos + 1
-        _need(buf, pos + 3)
-        pos = _skip(buf, pos + 3, ftype, depth, max_size)
-
-
-def _skip(buf: Buffer, pos: int, ttype: int, depth: int, max_size: int) -> int:
-    fixed = _FIXED.get(ttype)
-    if fixed is not None:
-        _need(buf, pos + fixed)
-        return pos + fixed
-    if ttype == STRING:
-        _need(buf, pos + 4)
-        size = _I32.unpack_from(buf, pos)[0]
-        if size < 0 or size > max_size:
-            raise ProtocolError(f"bad string length {size}")
-        _need(buf, pos + 4 + size)
-        return pos + 4 + size
-    if ttype == STRUCT:
-        return _skip_struct(buf, pos, depth + 1, max_size)
-    if ttype == MAP:
-        _need(buf, pos + 6)
-        ktype, vtype = buf[pos], buf[pos + 1]
-        size = _I32.unpack_from(buf, pos + 2)[0]
-        pos += 6
-        if size == 0:
-            return pos
-        _check_size(size, max_size)
-        for _ in range(size):
-            pos = _skip(buf, pos, ktype, depth + 1, max_size)
-            pos = _skip(buf, pos, vtype, depth + 1, max_size)
-        return pos
-    if ttype in (LIST, SET):
-        _need(buf, pos + 5)
-        etype = buf[pos]
-        size = _I32.unpack_from(buf, pos + 1)[0]
-        pos += 5
-        if size == 0:
-            return pos
-        _check_size(size, max_size)
-        fixed = _FIXED.get(etype)
-        if fixed is not None:
-            _need(buf, pos + fixed * size)
-            return pos + fixed * size
-        for _ in range(size):
-            pos = _skip(buf, pos, etype, depth + 1, max_size)
-        return pos
-    raise ProtocolError(f"unknown type code {ttype}")
-
-
-def _check_size(size: int, max_size: int) -> None:
-    if size < 0 or size > max_size:
-        raise ProtocolError(f"bad container size {size}")
 
 
 # -- writing --------------------------------------------------------------------------

@@ -14,7 +14,8 @@ and cannot disagree.
   heartbeats, snapshot chunks and ends) as plain values.
 * :mod:`~subscriber.protocol.codec`: Thrift structs to framed, optionally
   compressed bytes and back; :mod:`~subscriber.protocol.validator` checks
-  untrusted bytes before thriftpy2 decodes them.
+  untrusted bytes before thriftpy2 decodes them; :mod:`~subscriber.protocol.binary`
+  holds the binary protocol's type codes and the one walker that steps over a value.
 * :mod:`~subscriber.protocol.wire`: PUB/SUB topics and frames, and the
   conversions between the values above and catalogd's Thrift messages.
 * :mod:`~subscriber.protocol.hive_types`: Hive column type strings to Impala

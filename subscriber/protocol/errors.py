@@ -21,8 +21,9 @@
 
 The classes are defined here, except ``VersionGapError``
 (:mod:`subscriber.protocol.delta`, next to the rule it guards) and the two
-marked [catalogd], which catalogd defines for its own use
-(``catalogd/config.py``, ``catalogd/core/catalog.py``).
+marked [catalogd], which catalogd defines for its own use: ``ConfigError`` in
+``catalogd/config_schema.py`` (re-exported by ``catalogd/config.py``) and
+``DeltaUnavailableError`` in ``catalogd/core/catalog.py``.
 
 Adapters map foreign errors (zmq, thrift, DBAPI) to the most specific class here,
 chaining the original (``raise NotFoundError(...) from exc``). Every class

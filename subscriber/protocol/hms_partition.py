@@ -24,6 +24,10 @@ from typing import Any
 import idl
 from subscriber.protocol.keys import parse_partition_name
 
+NULL_PARTITION_VALUE = "__HIVE_DEFAULT_PARTITION__"
+"""The value Hive writes into a partition name for a NULL partition key (HMS's
+``hive.exec.default.partition.name`` default); HMS casts it back to NULL."""
+
 NAMES_FROM_TABLE = 1 << 28
 VALUES_FROM_NAME = 1 << 29
 LOCATION_FROM_PARTITION = 1 << 30

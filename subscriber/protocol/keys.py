@@ -41,6 +41,7 @@ FUNCTION_PREFIX = "FUNCTION:"
 PRINCIPAL_PREFIX = "PRINCIPAL:"
 PRIVILEGE_PREFIX = "PRIVILEGE:"
 CACHE_POOL_PREFIX = "HDFS_CACHE_POOL:"
+_PARTITION_PREFIX_LEN = len(PARTITION_PREFIX)
 AUTHORIZATION_PREFIXES = (PRINCIPAL_PREFIX, PRIVILEGE_PREFIX)
 """Roles, users, groups and their grants: what a privileges reload replaces."""
 
@@ -63,6 +64,14 @@ def partition_key(db: str, table: str, partition_name: str) -> str:
 def partition_prefix(db: str, table: str) -> str:
     """The prefix shared by every partition key of one table."""
     return f"{PARTITION_PREFIX}{db.lower()}.{table.lower()}:"
+
+
+def split_partition_key(key: str) -> tuple[str, str]:
+    """``HDFS_PARTITION:db.t:k=v`` -> (``db.t``, ``k=v``): the inverse of
+    :func:`partition_key` (names as stored). ``key`` must start with
+    :data:`PARTITION_PREFIX`; nothing else is checked (it runs once per cached entry)."""
+    table, _, name = key[_PARTITION_PREFIX_LEN:].partition(":")
+    return table, name
 
 
 def function_key(db: str, name: str, signature: str) -> str:

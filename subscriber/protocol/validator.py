@@ -36,8 +36,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from thriftpy2.thrift import TType
-
+from subscriber.protocol import binary
+from subscriber.protocol.binary import TYPES_WITH_BINARY, skip
 from subscriber.protocol.errors import ProtocolError
 
 __all__ = ["EXPANSION", "MAX_DECODED_SIZE", "MAX_DEPTH", "validate"]
@@ -52,20 +52,13 @@ EXPANSION = 64
 MAX_DEPTH = 64
 
 _I32 = struct.Struct("!i").unpack_from
-_FIXED_WIDTH = {
-    TType.BOOL: 1,
-    TType.BYTE: 1,
-    TType.I16: 2,
-    TType.I32: 4,
-    TType.I64: 8,
-    TType.DOUBLE: 8,
-}
-# Module constants, not TType attributes: the walkers' loops use them a lot.
-_STOP, _STRUCT, _MAP = TType.STOP, TType.STRUCT, TType.MAP
-_STRING, _BINARY_WIRE = TType.STRING, TType.BINARY
+# The wire type codes of :mod:`subscriber.protocol.binary` (thriftpy2's TType numbers),
+# as module constants: the walkers' loops use them a lot.
+_FIXED_WIDTH = binary.FIXED_WIDTH
+_STOP, _STRUCT, _MAP = binary.STOP, binary.STRUCT, binary.MAP
+_STRING, _BINARY_WIRE = binary.STRING, binary.BINARY
 _BINARY = frozenset({_STRING, _BINARY_WIRE})
-_LISTS = frozenset({TType.LIST, TType.SET})
-_KNOWN = frozenset(_FIXED_WIDTH) | _BINARY | _LISTS | {_STRUCT, _MAP}
+_LISTS = frozenset({binary.LIST, binary.SET})
 
 
 class _Malformed(Exception):
@@ -81,6 +74,8 @@ class _Malformed(Exception):
 # handles soundly, mirroring its choices: a field (or element) whose wire type
 # differs from the spec is skipped by its wire type; STRING and BINARY are
 # interchangeable. It runs on every decode, so the struct loop is flattened.
+# Values the spec does not claim are stepped over by the one binary-protocol walker,
+# :func:`subscriber.protocol.binary.skip` (which the HMS endpoint's framing uses too).
 
 _Table = tuple[dict[int, tuple[int, Any, int, int]], int, int]
 # cls -> ({field id: (wire type, sub-spec, required bit, fixed width or 0)},
@@ -101,7 +96,7 @@ def validate(cls: type, data: bytes, *, max_decoded_size: int = MAX_DECODED_SIZE
     budget = [min(max_decoded_size, EXPANSION * len(data) + 65536)]
     try:
         end = _struct(data, 0, cls, MAX_DEPTH, budget)
-    except (_Malformed, IndexError, struct.error, RecursionError) as exc:
+    except (_Malformed, ProtocolError, IndexError, struct.error, RecursionError) as exc:
         raise ProtocolError(f"malformed {cls.__name__}: {exc or type(exc).__name__}") from None
     if end != len(data):
         raise ProtocolError(f"malformed {cls.__name__}: {len(data) - end} bytes after the end")
@@ -210,10 +205,11 @@ def _container(data: bytes, pos: int, wire: int, spec: Any, depth: int, budget: 
         raise _Malformed("nested too deep")
     if wire in _LISTS:
         etype, espec = spec
-        actual, size = data[pos], _size(data, pos + 1, 1)
-        pos += 5
+        actual = data[pos]
         if actual != etype and _wire(actual) != etype:
-            return _skip_items(data, pos, (actual,), size, depth - 1)
+            return _skip(data, pos, wire, depth)  # the whole list, by its wire types
+        size = _size(data, pos + 1, 1)
+        pos += 5
         budget[0] -= _ITEM_COST * size
         if budget[0] < 0:
             raise _Malformed("decoding would take too much memory")
@@ -228,14 +224,15 @@ def _container(data: bytes, pos: int, wire: int, spec: Any, depth: int, budget: 
         return pos
     if wire == _MAP:
         ktype, kspec, vtype, vspec = spec
-        kwire, vwire, size = data[pos], data[pos + 1], _size(data, pos + 2, 2)
-        pos += 6
+        kwire, vwire = data[pos], data[pos + 1]
         # thriftpy2 reads a STRING-typed key or value by the *declared* type,
         # whatever that is: refuse the mismatch it would misread.
         if (kwire in _BINARY and ktype != _STRING) or (vwire in _BINARY and vtype != _STRING):
             raise _Malformed("map key or value typed STRING where the spec says otherwise")
         if _wire(kwire) != ktype or _wire(vwire) != vtype:
-            return _skip_items(data, pos, (kwire, vwire), size, depth - 1)
+            return _skip(data, pos, wire, depth)  # the whole map, by its wire types
+        size = _size(data, pos + 2, 2)
+        pos += 6
         _charge(budget, (_ITEM_COST + 2 * _OBJECT_COST) * size)
         if ktype == vtype == _STRING:  # the common map<string, string>
             for _ in range(2 * size):
@@ -264,36 +261,6 @@ def _size(data: bytes, pos: int, min_item: int) -> int:
 
 
 def _skip(data: bytes, pos: int, wire: int, depth: int) -> int:
-    """Step over a value of wire type ``wire`` that the spec does not claim."""
-    width = _FIXED_WIDTH.get(wire)
-    if width is not None:
-        return pos + width
-    if wire in _BINARY:
-        return _binary(data, pos)
-    if depth <= 0:
-        raise _Malformed("nested too deep")
-    if wire == _STRUCT:
-        while True:
-            ftype = data[pos]
-            if ftype == _STOP:
-                return pos + 1
-            pos = _skip(data, pos + 3, ftype, depth - 1)
-    if wire in _LISTS:
-        return _skip_items(data, pos + 5, (data[pos],), _size(data, pos + 1, 1), depth - 1)
-    if wire == _MAP:
-        types = (data[pos], data[pos + 1])
-        return _skip_items(data, pos + 6, types, _size(data, pos + 2, 2), depth - 1)
-    # thriftpy2 would "skip" such a value by reading nothing, then loop on.
-    raise _Malformed(f"unknown wire type {wire}")
-
-
-def _skip_items(data: bytes, pos: int, types: tuple[int, ...], size: int, depth: int) -> int:
-    for wire in types:
-        if wire not in _KNOWN:
-            raise _Malformed(f"unknown element type {wire}")
-    if all(wire in _FIXED_WIDTH for wire in types):
-        return pos + size * sum(_FIXED_WIDTH[wire] for wire in types)
-    for _ in range(size):
-        for wire in types:
-            pos = _skip(data, pos, wire, depth)
-    return pos
+    """Step over a value of wire type ``wire`` that the spec does not claim (as
+    thriftpy2 skips it; a code it would "skip" by reading nothing is refused)."""
+    return skip(data, pos, wire, depth, len(data), TYPES_WITH_BINARY)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from catalogd.core.catalog import Catalog, DeltaUnavailableError
 from subscriber.cache import BUCKETS, CatalogCache, ChangeKind, build_view
 from subscriber.protocol.delta import Delta, Entry, VersionGapError
+from subscriber.protocol.keys import partition_key, split_partition_key
 
 TABLE_KEYS = ["DATABASE:a", "TABLE:a.t", "VIEW:a.v", "DATABASE:b", "TABLE:b.u", "PRINCIPAL:r.ROLE"]
 PART_KEYS = [f"HDFS_PARTITION:a.t:dt={i}" for i in range(6)] + ["HDFS_PARTITION:b.u:k=1"]
@@ -168,3 +169,12 @@ def test_snapshot_view_matches_catalog(history: list[dict[str, bytes | None]]) -
     view = build_view("s", snap.version, snap.entries)
     assert {e.key: e.payload for e in view.entries()} == catalog_map(cat)
     assert view.entry_count() == len(cat)
+
+
+def test_partition_keys_split_back_into_table_and_name() -> None:
+    key = partition_key("Sales", "Orders", "dt=2024-01-01/region=a%3Ab")
+    assert key == "HDFS_PARTITION:sales.orders:dt=2024-01-01/region=a%3Ab"
+    assert split_partition_key(key) == ("sales.orders", "dt=2024-01-01/region=a%3Ab")
+    view = build_view("s", 1, [Entry(key, 1, b"x")])
+    assert view.partitions_of("sales.orders").get("dt=2024-01-01/region=a%3Ab") is not None
+    assert view.get(key) == Entry(key, 1, b"x")

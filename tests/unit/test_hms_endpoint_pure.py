@@ -15,6 +15,8 @@ from catalogd.hms import builders
 from subscriber.cache import build_view
 from subscriber.metastore import filters, framing
 from subscriber.metastore.answers import CacheAnswers, Forward
+from subscriber.metastore.endpoint import EndpointConfig, MetastoreEndpoint
+from subscriber.metastore.upstream import Upstream
 from subscriber.metastore.writes import Target, touched
 from subscriber.protocol import codec
 from subscriber.protocol.delta import Entry
@@ -282,3 +284,46 @@ def test_partitions_unlike_their_table_are_rebuilt_exactly() -> None:
     args = svc.get_partitions_args(db_name="s", tbl_name="t", max_parts=-1)
     result = answers.answer(build_view("svc", 1, entries), "get_partitions", args)
     assert codec.decode(svc.get_partitions_result, result).success == parts
+
+
+class _Catalog:
+    """A CachedCatalog without a subscriber: the endpoint needs no more than this."""
+
+    def __init__(self, view: Any) -> None:
+        self.databases: tuple[str, ...] | None = None
+        self.lag_seconds = 0.0
+        self.decoder = ObjectDecoder()
+        self.view = view
+        self.reloads: list[tuple[str, str | None]] = []
+
+    def cache_view(self) -> Any:
+        return self.view
+
+    def wait_until(self, condition: Any, timeout: float, what: str) -> None:
+        assert condition(), what
+
+    def request_reload(self, db: str, table: str | None = None) -> None:
+        self.reloads.append((db, table))
+
+
+def test_the_endpoint_reads_through_the_cached_catalog_interface(cache: Any) -> None:
+    _, view, table, _ = cache
+    endpoint = MetastoreEndpoint(_Catalog(view), EndpointConfig(upstream="thrift://127.0.0.1:1"))
+    upstream = Upstream("thrift://127.0.0.1:1")  # never opened: the read is served here
+    reply = endpoint._call(_call("get_table", svc.get_table_args("sales", "orders")), upstream)
+    assert reply is not None
+    assert _read_result("get_table", reply).success == table
+    assert endpoint.stats.snapshot()["served"] == {"get_table": 1}
+
+
+def test_the_endpoint_module_does_not_import_the_subscriber_module() -> None:
+    import ast
+    import inspect
+
+    from subscriber.metastore import endpoint
+
+    tree = ast.parse(inspect.getsource(endpoint))
+    imported = {
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert "subscriber.api" not in imported

@@ -11,10 +11,16 @@ import zmq.auth
 from catalogd.admin.cli import format_status
 from catalogd.cli import main
 from catalogd.config import Config, ConfigError, ListenConfig, load_config, render
-from catalogd.security.keys import check_secret_file, generate, load_directory, load_server_keys
+from catalogd.security.keys import (
+    ServerKeys,
+    check_secret_file,
+    generate,
+    load_directory,
+    load_server_keys,
+)
 from catalogd.security.policy import exposure, is_loopback
 from catalogd.security.runtime import Security
-from subscriber.curve import client_keys
+from subscriber.curve import client_keys, load_certificate
 from subscriber.protocol.errors import InvalidRequestError
 
 pytestmark = pytest.mark.timeout(30)
@@ -144,3 +150,21 @@ def test_a_key_directory_others_can_write_is_refused(tmp_path: Path) -> None:
     (tmp_path / "alice.key").chmod(0o666)
     with pytest.raises(ConfigError, match="writable by other users"):
         load_directory(tmp_path)
+
+
+def test_one_certificate_reader_serves_client_and_server(tmp_path: Path) -> None:
+    public_file, secret_file = generate("server", tmp_path)
+    public, secret = load_certificate(secret_file, need_secret=True)
+    assert load_certificate(public_file) == (public, None)
+    assert load_server_keys(secret_file) == ServerKeys(public=public, secret=secret or b"")
+    with pytest.raises(InvalidRequestError, match="holds no secret key"):
+        load_certificate(public_file, need_secret=True)
+    junk = tmp_path / "junk.key_secret"
+    junk.write_text("not a certificate")
+    junk.chmod(0o600)
+    with pytest.raises(ConfigError, match=f"cannot read a CURVE certificate from {junk}"):
+        load_server_keys(junk)
+    public_only = public_file.rename(tmp_path / "public-only.key_secret")
+    public_only.chmod(0o600)
+    with pytest.raises(ConfigError, match="holds no secret key"):
+        load_server_keys(public_only)
