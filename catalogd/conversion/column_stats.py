@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import idl
-from catalogd.conversion.objects import I64_MAX, I64_MIN, parse_i64
+from catalogd.conversion.storage import I64_MAX, I64_MIN, parse_i64
 
 co = idl.catalog_objects
 Types = co.Types

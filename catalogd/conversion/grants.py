@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import idl
-from catalogd.conversion.objects import stable_id
+from catalogd.core.placeholders import stable_id
 from subscriber.privileges import privilege_name
 from subscriber.protocol.errors import InvalidRequestError, NotFoundError
 from subscriber.protocol.keys import principal_key, privilege_key

@@ -32,19 +32,14 @@ from dataclasses import dataclass
 
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.errors import CatalogError
-from subscriber.protocol.keys import PARTITION_PREFIX, database_of, table_key
+from subscriber.protocol.keys import PARTITION_PREFIX, database_of, split_partition_key, table_key
 
 _PARTITION = PARTITION_PREFIX
 
 
-def _table_of_partition(key: str) -> str:
-    """``HDFS_PARTITION:db.t:k=v`` -> ``db.t``."""
-    return key[len(_PARTITION) :].partition(":")[0]
-
-
 def _place(key: str) -> tuple[str, str, str | None]:
     """``(object type, database, "db.t" for a partition key else None)`` of ``key``."""
-    table = _table_of_partition(key) if key.startswith(_PARTITION) else None
+    table = split_partition_key(key)[0] if key.startswith(_PARTITION) else None
     return key.partition(":")[0], database_of(key), table
 
 

@@ -26,6 +26,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from catalogd import sources as loader
 from catalogd.conversion import objects as convert
+from catalogd.conversion import partitions
 from catalogd.core import cache_pools as caching
 from catalogd.lifeline import die_with_parent
 from catalogd.loading.ranges import Ranges, split
@@ -143,7 +144,7 @@ def range_payloads(
     source = bulk(_worker_source())
     if source is None:
         raise TypeError("a range of partitions needs a BulkSource")
-    converter = convert.PartitionConverter(loader.hms_table(source, db, table))
+    converter = partitions.PartitionConverter(loader.hms_table(source, db, table))
     objects = dict(map(converter, source.partitions_in_range(db, table, id_range)))
     caching.apply_marks(objects, marks)
     return convert.encode_all(objects)

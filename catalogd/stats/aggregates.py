@@ -38,13 +38,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from catalogd.stats.footers import Wanted
+from subscriber.protocol.hms_partition import NULL_PARTITION_VALUE
 
 __all__ = [
     "FOOTER_BOUNDS",
     "LENGTHS",
     "LG_CONFIG_K",
     "NDV_RSE",
-    "NULL_PARTITION_VALUE",
     "ORDERABLE",
     "column_aggregates",
     "column_inputs",
@@ -57,7 +57,6 @@ __all__ = [
 
 LG_CONFIG_K = 12
 NDV_RSE = 1.04 / math.sqrt(2**LG_CONFIG_K)
-NULL_PARTITION_VALUE = "__HIVE_DEFAULT_PARTITION__"
 
 _INTEGRAL = ("ByteType", "ShortType", "IntegerType", "LongType")
 _FRACTIONAL = ("FloatType", "DoubleType")

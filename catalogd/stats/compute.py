@@ -42,7 +42,6 @@ from typing import Any
 
 from catalogd.stats.aggregates import (
     FOOTER_BOUNDS,
-    NULL_PARTITION_VALUE,
     column_aggregates,
     column_inputs,
     filter_sql,
@@ -52,19 +51,10 @@ from catalogd.stats.aggregates import (
 )
 from catalogd.stats.folding import fold, partition, partition_name, values_of
 from catalogd.stats.footers import Figures, Wanted
-from catalogd.stats.results import ColumnResult, PartitionResult, TableResult
+from catalogd.stats.results import TableResult
+from subscriber.protocol.hms_partition import NULL_PARTITION_VALUE
 
-# The result values are re-exported: catalogd.stats.publish imports them from here.
-__all__ = [
-    "ColumnResult",
-    "PartitionResult",
-    "Plan",
-    "TableResult",
-    "compute",
-    "finish",
-    "plan",
-    "scan",
-]
+__all__ = ["Plan", "compute", "finish", "plan", "scan"]
 
 
 def _filtered(df: Any, partition_filter: Sequence[dict[str, str]]) -> Any:

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from catalogd.stats.aggregates import LENGTHS, NULL_PARTITION_VALUE, ORDERABLE, prefix
+from catalogd.stats.aggregates import LENGTHS, ORDERABLE, prefix
 from catalogd.stats.results import ColumnResult, PartitionResult
+from subscriber.protocol.hms_partition import NULL_PARTITION_VALUE
 
 __all__ = ["fold", "partition", "partition_name", "values_of"]
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 
 from catalogd import sources as loader
 from catalogd.conversion import objects as convert
+from catalogd.conversion import partitions
 from catalogd.core import cache_pools as caching
 from catalogd.core import plans
 from catalogd.core.catalog import Catalog
@@ -214,7 +215,7 @@ class TableWrites:
         epoch = self._committer.epoch(key)
         for _ in range(self._retries + 1):
             parts = list(self._source().partitions(db, table, names))
-            objects = dict(map(convert.PartitionConverter(hms_table), parts))
+            objects = dict(map(partitions.PartitionConverter(hms_table), parts))
             self.files.attach(objects)
             caching.apply_marks(objects, self.cache_marks.get(key, {}))
             payloads = convert.encode_all(objects)

@@ -28,6 +28,7 @@ from support.warehouse import WarehouseSpec
 
 import idl
 from catalogd.conversion import objects as convert
+from catalogd.conversion import storage
 from catalogd.conversion.grants import grant_holders, load_privileges, owners_of
 from catalogd.core import cache_pools
 from catalogd.hms.builders import thrift_partitions, thrift_table
@@ -224,9 +225,9 @@ def test_partition_structs_equal_thrift(catalog: EmbeddedMetastore, sql_source: 
         for db, table in (("odd", "t"), ("sales", "orders")):
             names = thrift.partition_names(db, table)
             assert sorted(sql_source.partition_names(db, table)) == sorted(names)
-            want = {tuple(p.values): convert.sorted_maps(p) for p in thrift.partitions(db, table)}
+            want = {tuple(p.values): storage.sorted_maps(p) for p in thrift.partitions(db, table)}
             got = {
-                tuple(p.values): convert.sorted_maps(p) for p in sql_source.partitions(db, table)
+                tuple(p.values): storage.sorted_maps(p) for p in sql_source.partitions(db, table)
             }
             assert got == want
             some = names[:2]

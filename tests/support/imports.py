@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 
 PACKAGES = ("catalogd", "subscriber", "idl")
-REASON = "long because"
+REASON = "over 400 lines"  # "Why one module of over 400 lines: ..."
 
 
 def _modules(root: Path) -> dict[str, Path]:

@@ -19,8 +19,8 @@ type-only ones too; :mod:`support.imports`):
 * ``catalogd.config_schema`` (pure) imports no package that owns a thread or
   talks to the outside (server, admin, hms, sources, writes, loading, ...);
 * no two modules import each other, directly or through others (no cycles);
-* no module is over 400 lines unless its docstring says why ("Long because"),
-  and none is over 450.
+* no module is over 400 lines unless its docstring says why ("Why one module
+  of over 400 lines: ..."), and none is over 450.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 import idl
 from catalogd.conversion import column_stats
 from catalogd.conversion import objects as convert
-from catalogd.stats.publish import timestamp_text
+from catalogd.stats.encoding import timestamp_text
 from subscriber.stats import partition_stats, table_stats
 
 hms = idl.hive_metastore

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import idl
-from catalogd.conversion import column_stats
+from catalogd.conversion import column_stats, partitions, storage
 from catalogd.conversion import objects as convert
 from catalogd.hms.builders import thrift_partitions, thrift_table
 from subscriber.protocol import codec, hms_partition
@@ -167,9 +167,9 @@ def test_view_and_formats() -> None:
     assert key == "VIEW:d.v" and obj.type == co.TCatalogObjectType.VIEW
     assert obj.table.table_type == co.TTableType.VIEW and obj.table.hdfs_table is None
     spark_json = hms.Table(parameters={"spark.sql.sources.provider": "json"})
-    assert convert.file_format(spark_json, None) == co.THdfsFileFormat.JSON
+    assert storage.file_format(spark_json, None) == co.THdfsFileFormat.JSON
     orc = _sd("", "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat")
-    assert convert.file_format(hms.Table(parameters={}), orc) == co.THdfsFileFormat.ORC
+    assert storage.file_format(hms.Table(parameters={}), orc) == co.THdfsFileFormat.ORC
 
 
 def test_null_partition_value_is_a_null_literal() -> None:
@@ -182,16 +182,16 @@ def test_null_partition_value_is_a_null_literal() -> None:
         tableType="MANAGED_TABLE",
     )
     part = hms.Partition(
-        values=[convert.NULL_PARTITION_VALUE], sd=_sd("l/k=x", PARQUET_IN), parameters={}
+        values=[hms_partition.NULL_PARTITION_VALUE], sd=_sd("l/k=x", PARQUET_IN), parameters={}
     )
-    _, obj = convert.partition_object(table, part)
+    _, obj = partitions.partition_object(table, part)
     node = obj.hdfs_partition.partitionKeyExprs[0].nodes[0]
     assert node.node_type == idl.catalog_objects.Exprs.TExprNodeType.NULL_LITERAL
 
 
 _VALUE = st.one_of(
     st.sampled_from(
-        ["2024-01-01", "eu", "a b/c=d", "x:y%z", "%41", "", convert.NULL_PARTITION_VALUE]
+        ["2024-01-01", "eu", "a b/c=d", "x:y%z", "%41", "", hms_partition.NULL_PARTITION_VALUE]
     ),
     st.text(max_size=6),
 )
@@ -241,21 +241,21 @@ def test_a_shared_partition_converter_gives_what_a_fresh_one_gives(
     """What PartitionConverter remembers between partitions never changes a result,
     and every partition encode_all leaves unchecked still validates."""
     table, parts = case
-    shared = convert.PartitionConverter(table)
+    shared = partitions.PartitionConverter(table)
     together = {}
     for part in parts:
         key, obj = shared(copy.deepcopy(part))
         together[key] = codec.encode_object(obj)
     alone = {}
     for part in parts:
-        key, obj = convert.PartitionConverter(table)(copy.deepcopy(part))
+        key, obj = partitions.PartitionConverter(table)(copy.deepcopy(part))
         alone[key] = codec.encode_object(obj)
     assert together == alone
     originals = {}
     for part in parts:
-        key, _ = convert.PartitionConverter(table)(part)  # sorts its maps
+        key, _ = partitions.PartitionConverter(table)(part)  # sorts its maps
         originals[key] = part
-    objects = dict(map(convert.PartitionConverter(table), copy.deepcopy(parts)))
+    objects = dict(map(partitions.PartitionConverter(table), copy.deepcopy(parts)))
     for key, payload in convert.encode_all(objects).items():
         decoded = codec.decode_object(payload).hdfs_partition  # validates
         assert hms_partition.rebuild(table, decoded) == originals[key]
@@ -267,7 +267,7 @@ def test_a_partition_with_the_wrong_number_of_values_is_refused() -> None:
     (part,) = thrift_partitions(table, [["1"]])
     part.values = ["1", "2"]
     with pytest.raises(InvalidRequestError, match="2 partition values for 1 partition columns"):
-        convert.PartitionConverter(table)(part)
+        partitions.PartitionConverter(table)(part)
 
 
 @pytest.mark.parametrize(
@@ -292,7 +292,7 @@ def test_odd_numbers_in_parameters_and_values_never_break_conversion(odd: str) -
         table, column_stats.column_stats(table.sd.cols, table.parameters, [])
     )
     codec.decode_object(codec.encode_object(header))
-    _, obj = convert.partition_object(table, part)
+    _, obj = partitions.partition_object(table, part)
     decoded = codec.decode_object(codec.encode_object(obj)).hdfs_partition
     assert decoded.stats.num_rows == -1 and decoded.stats.total_file_bytes is None
-    assert convert.parse_i64(odd) is None
+    assert storage.parse_i64(odd) is None

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 import idl
-from catalogd.conversion import objects as convert
+from catalogd.conversion import partitions
 from catalogd.hms.builders import thrift_partitions, thrift_table
 from subscriber.protocol import codec, hms_partition
 
@@ -27,7 +27,7 @@ def test_rebuild_gives_back_what_hms_returned(values: list[str]) -> None:
     (part,) = thrift_partitions(table, [values])
     part.parameters = {"numFiles": "3", "transient_lastDdlTime": "17"}
     original = copy.deepcopy(part)
-    _, obj = convert.partition_object(table, part)
+    _, obj = partitions.partition_object(table, part)
     kept = obj.hdfs_partition.hms_partition
     # Names, values, location, parameters and the sd fields shared with the table are left out.
     assert kept.dbName is None and kept.values is None and kept.parameters is None
@@ -45,6 +45,6 @@ def test_a_partition_unlike_its_table_keeps_its_own_fields() -> None:
     part.sd.location = "file:/elsewhere/p=1"
     part.sd.cols = [idl.hive_metastore.FieldSchema(name="other", type="int", comment="")]
     original = copy.deepcopy(part)
-    _, obj = convert.partition_object(table, part)
+    _, obj = partitions.partition_object(table, part)
     decoded = codec.decode_object(codec.encode_object(obj)).hdfs_partition
     assert hms_partition.rebuild(table, decoded) == original

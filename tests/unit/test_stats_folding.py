@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from catalogd.stats import aggregates, folding
-from catalogd.stats.aggregates import NULL_PARTITION_VALUE, prefix
+from catalogd.stats.aggregates import prefix
+from subscriber.protocol.hms_partition import NULL_PARTITION_VALUE
 
 pytestmark = pytest.mark.timeout(30)
 
