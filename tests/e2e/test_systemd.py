@@ -90,6 +90,12 @@ def test_notify_sequence_reload_and_graceful_stop(hms: EmbeddedMetastore, tmp_pa
             )
             log_text = proc.log_path.read_text()
             assert "reloaded configuration" in log_text and "loader.pool_size" in log_text
+            # Background table loads publish until every table is loaded; the stop
+            # below must publish nothing new, so start from a fully loaded catalog.
+            proc.wait_loaded()
+            code, status, out = proc.admin("status")
+            assert code == 0, out
+            sub.wait_for_version(status["detail"]["version"], 30)
             last_version = sub.version
             started = time.monotonic()
             proc.proc.send_signal(signal.SIGTERM)
