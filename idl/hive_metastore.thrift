@@ -450,6 +450,41 @@ exception InvalidInputException {
   1: string message,
 }
 
+// ---------------------------------------------------------------- newer clients' requests
+// (HMS 2.3 declarations, field ids checked with DumpThriftMeta on hive-metastore-2.3.10.jar)
+
+enum ClientCapability {
+  TEST_CAPABILITY = 1,
+}
+
+struct ClientCapabilities {
+  1: required list<ClientCapability> values,
+}
+
+struct GetTableRequest {
+  1: required string dbName,
+  2: required string tblName,
+  3: optional ClientCapabilities capabilities,
+}
+
+struct GetTableResult {
+  1: required Table table,
+}
+
+struct GetTablesRequest {
+  1: required string dbName,
+  2: optional list<string> tblNames,
+  3: optional ClientCapabilities capabilities,
+}
+
+struct GetTablesResult {
+  1: required list<Table> tables,
+}
+
+struct EnvironmentContext {
+  1: map<string, string> properties,
+}
+
 // ---------------------------------------------------------------- the service
 
 // Exception ids and names follow upstream exactly, including its odd pairs
@@ -600,4 +635,29 @@ service ThriftHiveMetastore {
   // notification events (empty unless the server runs a listener that logs them)
   NotificationEventResponse get_next_notification(1: NotificationEventRequest rqst)
   CurrentNotificationEventId get_current_notificationEventId()
+
+  // newer clients' reads (answered from the cache by the HMS endpoint)
+  GetTableResult get_table_req(1: GetTableRequest req)
+      throws (1: MetaException o1, 2: NoSuchObjectException o2)
+  GetTablesResult get_table_objects_by_name_req(1: GetTablesRequest req)
+      throws (1: MetaException o1, 2: InvalidOperationException o2, 3: UnknownDBException o3)
+  list<FieldSchema> get_fields(1: string db_name, 2: string table_name)
+      throws (1: MetaException o1, 2: UnknownTableException o2, 3: UnknownDBException o3)
+  list<FieldSchema> get_fields_with_environment_context(1: string db_name,
+      2: string table_name, 3: EnvironmentContext environment_context)
+      throws (1: MetaException o1, 2: UnknownTableException o2, 3: UnknownDBException o3)
+  list<FieldSchema> get_schema(1: string db_name, 2: string table_name)
+      throws (1: MetaException o1, 2: UnknownTableException o2, 3: UnknownDBException o3)
+  list<FieldSchema> get_schema_with_environment_context(1: string db_name,
+      2: string table_name, 3: EnvironmentContext environment_context)
+      throws (1: MetaException o1, 2: UnknownTableException o2, 3: UnknownDBException o3)
+  list<Partition> get_partitions_with_auth(1: string db_name, 2: string tbl_name,
+                                           3: i16 max_parts = -1, 4: string user_name,
+                                           5: list<string> group_names)
+      throws (1: NoSuchObjectException o1, 2: MetaException o2)
+  i32 get_num_partitions_by_filter(1: string db_name, 2: string tbl_name, 3: string filter)
+      throws (1: MetaException o1, 2: NoSuchObjectException o2)
+  PrincipalPrivilegeSet get_privilege_set(1: HiveObjectRef hiveObject, 2: string user_name,
+                                          3: list<string> group_names)
+      throws (1: MetaException o1)
 }

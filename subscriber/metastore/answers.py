@@ -16,21 +16,24 @@ Encoded ``Table`` and ``Partition`` structs are memoised by ``(key, version)`` (
 :class:`~subscriber.memo.BoundedMemo`) and each table's sorted partition list by the
 identity of its immutable partition set, so repeated planning of a 10,000-partition
 table concatenates ready bytes. Thread-safety: any thread may call; memo races only repeat work.
+
+Why one module of over 400 lines: one short handler per served call over shared lookups;
+filters, field presence and result shapes are modules of their own.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 import idl
 from subscriber.cache import CacheView, PartitionSet
 from subscriber.memo import BoundedMemo
-from subscriber.metastore import filters
+from subscriber.metastore import filters, presence, shapes
 from subscriber.metastore.framing import struct_list_success, success_struct
+from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec, hms_partition
-from subscriber.protocol.binary import LIST, STRING, STRUCT
+from subscriber.protocol.binary import I32, LIST, STRUCT
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.keys import (
     FUNCTION_PREFIX,
@@ -47,10 +50,6 @@ _UNLOADED = idl.catalog_objects.TTableType.UNLOADED_TABLE
 _MEMO_LIMIT = 400_000
 
 Decode = Callable[[Entry], Any]
-
-
-class Forward(Exception):
-    """This call cannot be answered exactly from the cache: forward it to HMS."""
 
 
 class _Rows:
@@ -91,6 +90,14 @@ class CacheAnswers:
             "get_tables": self._get_tables,
             "get_table": self._get_table,
             "get_table_objects_by_name": self._get_table_objects_by_name,
+            "get_table_req": self._get_table_req,
+            "get_table_objects_by_name_req": self._get_table_objects_by_name_req,
+            "get_fields": self._get_fields,
+            "get_fields_with_environment_context": self._get_fields,
+            "get_schema": self._get_schema,
+            "get_schema_with_environment_context": self._get_schema,
+            "get_partitions_with_auth": self._get_partitions_with_auth,
+            "get_num_partitions_by_filter": self._get_num_partitions_by_filter,
             "get_partition_names": self._get_partition_names,
             "get_partitions": self._get_partitions,
             "get_partitions_ps": self._get_partitions_ps,
@@ -135,17 +142,17 @@ class CacheAnswers:
         )
 
     def _get_all_databases(self, view: CacheView, args: Any) -> bytes:
-        return _strings(self._all_databases(view))
+        return shapes.strings(self._all_databases(view))
 
     def _get_databases(self, view: CacheView, args: Any) -> bytes:
-        return _strings(_matching(self._all_databases(view), args.pattern))
+        return shapes.strings(shapes.matching(self._all_databases(view), args.pattern))
 
     def _get_database(self, view: CacheView, args: Any) -> bytes:
         name = args.name or ""
         self._follows(name)
         entry = view.get(database_key(name))
         if entry is None:
-            raise hms.NoSuchObjectException(message=f"There is no database named {name}")
+            raise hms.NoSuchObjectException(message=name)  # HMS 2.3: just the name
         db = self._decode(entry).db.metastore_db
         if db is None:
             raise Forward("database kept without its HMS struct")
@@ -167,10 +174,12 @@ class CacheAnswers:
         return sorted(names)
 
     def _get_all_tables(self, view: CacheView, args: Any) -> bytes:
-        return _strings(self._table_names(view, args.db_name or ""))
+        return shapes.strings(self._table_names(view, args.db_name or ""))
 
     def _get_tables(self, view: CacheView, args: Any) -> bytes:
-        return _strings(_matching(self._table_names(view, args.db_name or ""), args.pattern))
+        return shapes.strings(
+            shapes.matching(self._table_names(view, args.db_name or ""), args.pattern)
+        )
 
     def _table(self, view: CacheView, db: str, name: str) -> tuple[Entry, Any] | None:
         """The entry and HMS Table of ``db.name``; None when the cache has neither."""
@@ -183,21 +192,81 @@ class CacheAnswers:
             raise Forward(f"table {db}.{name} not loaded yet")
         return entry, table.metastore_table
 
-    def _get_table(self, view: CacheView, args: Any) -> bytes:
-        db, name = args.dbname or "", args.tbl_name or ""
+    def _table_bytes(self, entry: Entry, table: Any) -> bytes:
+        """The HMS ``Table`` as HMS sends it (see :mod:`.presence`), memoised."""
+        memo_key = (entry.key, entry.version)
+        data = self._encoded.values.get(memo_key)
+        if data is None:
+            encoded = codec.encode(presence.table_for_wire(table), check=False)
+            data = self._encoded.put(memo_key, presence.with_skew_maps(encoded, presence.TABLE_SD))
+        return data
+
+    def _found_table(self, view: CacheView, db: str, name: str) -> tuple[Entry, Any]:
         found = self._table(view, db, name)
         if found is None:
             raise hms.NoSuchObjectException(message=f"{db}.{name} table not found")
-        return success_struct(STRUCT, self._encode(*found))
+        return found
+
+    def _get_table(self, view: CacheView, args: Any) -> bytes:
+        found = self._found_table(view, args.dbname or "", args.tbl_name or "")
+        return success_struct(STRUCT, self._table_bytes(*found))
+
+    def _get_table_req(self, view: CacheView, args: Any) -> bytes:
+        req = args.req
+        if req is None:
+            raise Forward("no request")
+        entry, table = self._found_table(view, req.dbName or "", req.tblName or "")
+        if any(k.lower() == "transactional" for k in table.parameters or {}):
+            raise Forward("a transactional table: HMS checks the client's capabilities")
+        return success_struct(
+            STRUCT, shapes.struct_field(1, STRUCT, self._table_bytes(entry, table))
+        )
+
+    def _tables_by_name(self, view: CacheView, db: str, names: list[str]) -> list[bytes]:
+        """The tables of ``names`` (each once), in HMS's order: HMS 2.3 returns them
+        in whatever order its database reads rows (no ORDER BY), so more than one
+        table is forwarded."""
+        self._known_database(view, db)
+        found: dict[str, bytes] = {}
+        for name in names:
+            table = self._table(view, db, name)
+            if table is not None:
+                found.setdefault(name.lower(), self._table_bytes(*table))
+        if len(found) > 1:
+            raise Forward("several tables: HMS returns its database's row order")
+        return list(found.values())
 
     def _get_table_objects_by_name(self, view: CacheView, args: Any) -> bytes:
-        self._known_database(view, args.dbname or "")
-        items = []
-        for name in args.tbl_names or []:
-            found = self._table(view, args.dbname or "", name)
-            if found is not None:
-                items.append(self._encode(*found))
-        return struct_list_success(items)
+        return struct_list_success(
+            self._tables_by_name(view, args.dbname or "", list(args.tbl_names or []))
+        )
+
+    def _get_table_objects_by_name_req(self, view: CacheView, args: Any) -> bytes:
+        req = args.req
+        if req is None or req.tblNames is None or req.capabilities is not None:
+            raise Forward("every table, or capabilities HMS checks")
+        items = self._tables_by_name(view, req.dbName or "", list(req.tblNames))
+        return success_struct(STRUCT, shapes.struct_field(1, LIST, shapes.struct_list(items)))
+
+    def _fields(self, view: CacheView, args: Any, schema: bool) -> bytes:
+        db, name = args.db_name or "", args.table_name or ""
+        found = self._table(view, db, name)
+        if found is None:
+            raise hms.UnknownTableException(message=f"{db}.{name} table not found")
+        table = found[1]
+        serde = table.sd.serdeInfo.serializationLib if table.sd and table.sd.serdeInfo else None
+        if serde is not None and serde not in shapes.METASTORE_SCHEMA_SERDES:
+            raise Forward(f"HMS asks serde {serde} for the columns")
+        columns = list(table.sd.cols or []) if table.sd else []
+        if schema:
+            columns += list(table.partitionKeys or [])
+        return struct_list_success([codec.encode(c, check=False) for c in columns])
+
+    def _get_fields(self, view: CacheView, args: Any) -> bytes:
+        return self._fields(view, args, schema=False)
+
+    def _get_schema(self, view: CacheView, args: Any) -> bytes:  # fields + partition keys
+        return self._fields(view, args, schema=True)
 
     # -- partitions -------------------------------------------------------------------
 
@@ -220,10 +289,14 @@ class CacheAnswers:
             rebuilt = hms_partition.rebuild(table, self._decode(entry).hdfs_partition)
             if rebuilt is None:
                 raise Forward("partition kept without its HMS struct")
-            data = self._encoded.put(memo_key, codec.encode(rebuilt, check=False))
+            encoded = codec.encode(rebuilt, check=False)
+            data = self._encoded.put(
+                memo_key, presence.with_skew_maps(encoded, presence.PARTITION_SD)
+            )
         return data
 
     def _partitions(self, table: Any, rows: list[Any], max_parts: int | None) -> bytes:
+        # HMS 2.3 (measured): a negative max_parts is "all", 0 is none.
         if max_parts is not None and max_parts >= 0:
             rows = rows[:max_parts]
         return struct_list_success([self._partition_bytes(table, row[2]) for row in rows])
@@ -231,19 +304,30 @@ class CacheAnswers:
     def _get_partition_names(self, view: CacheView, args: Any) -> bytes:
         _, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
         names = [row[0] for row in rows.rows]
-        if args.max_parts is not None and args.max_parts >= 0:
+        # HMS 2.3 (measured): names take max_parts only when positive; 0 is "all".
+        if args.max_parts is not None and args.max_parts > 0:
             names = names[: args.max_parts]
-        return _strings(names)
+        return shapes.strings(names)
 
     def _get_partitions(self, view: CacheView, args: Any) -> bytes:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
         return self._partitions(table, rows.rows, args.max_parts)
+
+    def _get_partitions_with_auth(self, view: CacheView, args: Any) -> bytes:
+        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        if (table.parameters or {}).get("PARTITION_LEVEL_PRIVILEGE", "").upper() == "TRUE":
+            raise Forward("partition-level privileges are filled in by HMS")
+        # HMS 2.3 (measured): here max_parts 0 is "all", as for names.
+        max_parts = args.max_parts if args.max_parts is not None and args.max_parts > 0 else -1
+        return self._partitions(table, rows.rows, max_parts)
 
     def _ps_rows(self, view: CacheView, args: Any) -> tuple[Any, list[Any]]:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
         if (table.parameters or {}).get("PARTITION_LEVEL_PRIVILEGE", "").upper() == "TRUE":
             raise Forward("partition-level privileges are filled in by HMS")
         wanted = list(args.part_vals or [])
+        if not wanted:
+            raise hms.MetaException(message="Invalid partition key & values; keys [], values []")
         if len(wanted) > len(table.partitionKeys or []):
             raise Forward("more values than partition keys: HMS's error")
         found = [
@@ -251,6 +335,10 @@ class CacheAnswers:
             for row in rows.rows
             if all(w == "" or w == v for w, v in zip(wanted, row[1], strict=False))
         ]
+        if len(found) > 1:
+            # HMS 2.3 lists a partial spec in its database's row order (no ORDER BY;
+            # insertion order on Derby), which the catalog does not carry.
+            raise Forward("several partitions match: HMS returns its database's row order")
         return table, found
 
     def _get_partitions_ps(self, view: CacheView, args: Any) -> bytes:
@@ -260,9 +348,9 @@ class CacheAnswers:
     def _get_partition_names_ps(self, view: CacheView, args: Any) -> bytes:
         _, found = self._ps_rows(view, args)
         names = [row[0] for row in found]
-        if args.max_parts is not None and args.max_parts >= 0:
+        if args.max_parts is not None and args.max_parts >= 0:  # measured: 0 is none here
             names = names[: args.max_parts]
-        return _strings(names)
+        return shapes.strings(names)
 
     def _get_partitions_by_names(self, view: CacheView, args: Any) -> bytes:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
@@ -270,15 +358,24 @@ class CacheAnswers:
         found = [row for row in rows.rows if row[0] in wanted]
         return self._partitions(table, found, None)
 
-    def _get_partitions_by_filter(self, view: CacheView, args: Any) -> bytes:
+    def _filtered(self, view: CacheView, args: Any) -> tuple[Any, list[Any]]:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        if args.filter == "":
+            return table, rows.rows  # HMS 2.3: the empty filter selects every partition
         columns = [(k.name, k.type) for k in table.partitionKeys or []]
         try:
             predicate = filters.compile_filter(filters.parse(args.filter or ""), columns)
-            found = [row for row in rows.rows if predicate(row[1])]
+            return table, [row for row in rows.rows if predicate(row[1])]
         except filters.Unsupported as exc:
             raise Forward(f"filter {args.filter!r}: {exc}") from exc
+
+    def _get_partitions_by_filter(self, view: CacheView, args: Any) -> bytes:
+        table, found = self._filtered(view, args)
         return self._partitions(table, found, args.max_parts)
+
+    def _get_num_partitions_by_filter(self, view: CacheView, args: Any) -> bytes:
+        _, found = self._filtered(view, args)
+        return success_struct(I32, len(found).to_bytes(4, "big", signed=True))
 
     def _get_partition(self, view: CacheView, args: Any) -> bytes:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
@@ -313,29 +410,33 @@ class CacheAnswers:
             for key in view.keys_of(d):
                 if key.startswith(FUNCTION_PREFIX):
                     fn = self._decode(view.objects[key]).fn
-                    hms_fn = _hms_function(fn)
+                    hms_fn = shapes.hms_function(fn)
                     if hms_fn is None:
                         raise Forward("function kept without its HMS struct")
                     found.append((hms_fn.functionName, hms_fn))
         return sorted(found, key=lambda item: (item[1].dbName or "", item[0]))
 
     def _get_all_functions(self, view: CacheView, args: Any) -> bytes:
-        response = hms.GetAllFunctionsResponse(
-            functions=[f for _, f in self._functions(view, None)]
-        )
+        functions = [f for _, f in self._functions(view, None)]
+        if len(functions) > 1:
+            # HMS 2.3 lists them in its database's row order (creation order on Derby).
+            raise Forward("several functions: HMS returns its database's row order")
+        response = hms.GetAllFunctionsResponse(functions=functions)
         return success_struct(STRUCT, codec.encode(response, check=False))
 
     def _get_functions(self, view: CacheView, args: Any) -> bytes:
         db = args.dbName or ""
         self._follows(db)
         names = [name for name, _ in self._functions(view, db)]
-        return _strings(_matching(names, args.pattern))
+        return shapes.strings(shapes.matching(names, args.pattern))
 
     def _get_function(self, view: CacheView, args: Any) -> bytes:
         db, name = args.dbName or "", args.funcName or ""
         self._follows(db)
         for fn_name, fn in self._functions(view, db):
-            if fn_name.lower() == name.lower():
+            # HMS 2.3 lower-cases the name asked for and compares it with the stored
+            # name as is (measured: a function stored as "Alpha" is never found).
+            if fn_name == name.lower():
                 return success_struct(STRUCT, codec.encode(fn, check=False))
         raise hms.NoSuchObjectException(message=f"Function {db}.{name} does not exist")
 
@@ -347,32 +448,3 @@ class CacheAnswers:
         if data is None:
             data = self._encoded.put(memo_key, codec.encode(struct, check=False))
         return data
-
-
-def _hms_function(fn: Any) -> Any | None:
-    """The HMS ``Function`` kept in a catalog ``TFunction`` (its ``hms_function``)."""
-    return getattr(fn, "hms_function", None) if fn is not None else None
-
-
-def _strings(values: list[str]) -> bytes:
-    body = (
-        bytes((STRING,))
-        + len(values).to_bytes(4, "big")
-        + b"".join(len(raw).to_bytes(4, "big") + raw for raw in (v.encode() for v in values))
-    )
-    return success_struct(LIST, body)
-
-
-def _matching(names: list[str], pattern: str | None) -> list[str]:
-    """HMS's name patterns: ``|``-separated alternatives, ``*`` any run, case-insensitive,
-    the rest a Java regex matched in full (a pattern Python reads otherwise: forward)."""
-    if pattern is None:
-        return names
-    try:
-        regexes = [
-            re.compile(part.replace("*", ".*"), re.IGNORECASE)
-            for part in pattern.strip().split("|")
-        ]
-    except re.error as exc:
-        raise Forward(f"pattern {pattern!r}: {exc}") from exc
-    return [n for n in names if any(r.fullmatch(n) for r in regexes)]
