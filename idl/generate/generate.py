@@ -282,10 +282,16 @@ def render(merged: Merged, mod_name: str, names: list[str]) -> str:
     mod = merged.modules[mod_name]
     first = merged.first
     notes = "".join(
-        f"//\n// Local deviation: {s}.{f} {why}.\n"
-        for (m, s, f), (_, why) in ((k, v) for k, v in OVERRIDES.items())
+        f"//\n// Local deviation: {struct}.{mod.structs[struct].fields[fid].name} {why}.\n"
+        for (m, struct, fid), (_, why) in OVERRIDES.items()
         if m == mod_name
-        for f in [mod.structs[s].fields[f].name]
+    )
+    notes += "".join(
+        f"//\n// Incompatible between releases (the newest is declared): {p.split(': ', 1)[1]}\n"
+        for p in merged.problems
+        if p.endswith("(INCOMPATIBLE)")
+        and f" {mod_name}." not in p
+        and mod_name == "hive_metastore"
     )
     out = [HEADER.format(releases=", ".join(names), first=first, overrides=notes)]
     if mod_name == "hive_metastore":
