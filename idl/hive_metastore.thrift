@@ -6,13 +6,9 @@
 // "// HMS x+" note exist in 2.3.10.
 //
 // Local deviation: SkewedInfo.skewedColValueLocationMaps upstream map<list<string>,string>: thriftpy2 cannot key a dict by a list; declared with string keys, an HMS map decodes as {} (entries skipped).
-//
 // Incompatible between releases (the newest is declared): AddDynamicPartitions field 2 (writeid) type string -> i64 (INCOMPATIBLE)
-//
 // Incompatible between releases (the newest is declared): AddDynamicPartitions field 4 (tablename) type list<string> -> string (INCOMPATIBLE)
-//
 // Incompatible between releases (the newest is declared): GetOpenTxnsResponse field 2 (open_txns) type set<i64> -> list<i64> (INCOMPATIBLE)
-//
 // Incompatible between releases (the newest is declared): InsertEventRequestData field 1 (replace) type list<string> -> bool (INCOMPATIBLE)
 
 include "fb303.thrift"

@@ -287,7 +287,7 @@ def render(merged: Merged, mod_name: str, names: list[str]) -> str:
         if m == mod_name
     )
     notes += "".join(
-        f"//\n// Incompatible between releases (the newest is declared): {p.split(': ', 1)[1]}\n"
+        f"// Incompatible between releases (the newest is declared): {p.split(': ', 1)[1]}\n"
         for p in merged.problems
         if p.endswith("(INCOMPATIBLE)")
         and f" {mod_name}." not in p
