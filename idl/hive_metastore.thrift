@@ -8,8 +8,11 @@
 // Local deviation: SkewedInfo.skewedColValueLocationMaps upstream map<list<string>,string>: thriftpy2 cannot key a dict by a list; declared with string keys, an HMS map decodes as {} (entries skipped).
 // Incompatible between releases (the newest is declared): AddDynamicPartitions field 2 (writeid) type string -> i64 (INCOMPATIBLE)
 // Incompatible between releases (the newest is declared): AddDynamicPartitions field 4 (tablename) type list<string> -> string (INCOMPATIBLE)
+// Incompatible between releases (the newest is declared): AddDynamicPartitions field 5 (partitionnames) type DataOperationType -> list<string> (INCOMPATIBLE)
 // Incompatible between releases (the newest is declared): GetOpenTxnsResponse field 2 (open_txns) type set<i64> -> list<i64> (INCOMPATIBLE)
 // Incompatible between releases (the newest is declared): InsertEventRequestData field 1 (replace) type list<string> -> bool (INCOMPATIBLE)
+// Incompatible between releases (the newest is declared): Table field 16 (creationMetadata) type string -> CreationMetadata (INCOMPATIBLE)
+// Incompatible between releases (the newest is declared): ThriftHiveMetastore.get_partition_names field 1 (o1) type MetaException -> NoSuchObjectException (INCOMPATIBLE)
 
 include "fb303.thrift"
 

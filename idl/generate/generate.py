@@ -287,11 +287,9 @@ def render(merged: Merged, mod_name: str, names: list[str]) -> str:
         if m == mod_name
     )
     notes += "".join(
-        f"// Incompatible between releases (the newest is declared): {p.split(': ', 1)[1]}\n"
+        f"// Incompatible between releases (the newest is declared): {_type(p.split(': ', 1)[1], mod_name)}\n"
         for p in merged.problems
-        if p.endswith("(INCOMPATIBLE)")
-        and f" {mod_name}." not in p
-        and mod_name == "hive_metastore"
+        if p.endswith("(INCOMPATIBLE)") and mod_name == "hive_metastore"
     )
     out = [HEADER.format(releases=", ".join(names), first=first, overrides=notes)]
     if mod_name == "hive_metastore":
