@@ -287,7 +287,8 @@ def render(merged: Merged, mod_name: str, names: list[str]) -> str:
         if m == mod_name
     )
     notes += "".join(
-        f"// Incompatible between releases (the newest is declared): {_type(p.split(': ', 1)[1], mod_name)}\n"
+        "// Incompatible between releases (the newest is declared): "
+        f"{_type(p.split(': ', 1)[1], mod_name)}\n"
         for p in merged.problems
         if p.endswith("(INCOMPATIBLE)") and mod_name == "hive_metastore"
     )
