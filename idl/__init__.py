@@ -8,8 +8,10 @@ which registers the module.
 
 Modules:
 
-* :data:`hive_metastore` -- the subset of the Hive Metastore API catalogd uses,
-  wire-compatible with HMS 2.3 and later.
+* :data:`hive_metastore` -- the Hive Metastore API: every struct and method of
+  HMS 2.3, 3.1 and 4.x, generated from the releases' compiled classes by
+  ``idl/generate/generate.py`` (a developer tool, not installed).
+* :data:`fb303` -- the service HMS extends (``getName``, ``shutdown``, ...).
 * :data:`catalog_objects` -- Impala's ``CatalogObjects.thrift`` (TCatalogObject
   and friends) with the types it includes.
 * :data:`catalog_service` -- catalogd's own wire messages (deltas, snapshots,
@@ -37,5 +39,6 @@ def _load(file_name: str) -> ModuleType:
 catalog_service: ModuleType = _load("CatalogService.thrift")
 catalog_objects: ModuleType = _load("CatalogObjects.thrift")
 hive_metastore: ModuleType = _load("hive_metastore.thrift")
+fb303: ModuleType = _load("fb303.thrift")
 
-__all__ = ["IDL_DIR", "catalog_objects", "catalog_service", "hive_metastore"]
+__all__ = ["IDL_DIR", "catalog_objects", "catalog_service", "fb303", "hive_metastore"]

@@ -91,7 +91,9 @@ def storage_descriptor(
         sortCols=[],
         parameters={},
         # What HMS stores when none is given, so sent and read-back structs compare equal.
-        skewedInfo=hms_thrift.SkewedInfo(skewedColNames=[], skewedColValues=[]),
+        skewedInfo=hms_thrift.SkewedInfo(
+            skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={}
+        ),
         storedAsSubDirectories=False,
     )
 

@@ -52,8 +52,9 @@ import idl
 from subscriber.cache import CacheView
 from subscriber.metastore import framing, replies
 from subscriber.metastore.answers import CacheAnswers, Decode, Forward
+from subscriber.metastore.methods import is_write
 from subscriber.metastore.upstream import Upstream, parse_uri
-from subscriber.metastore.writes import Target, touched
+from subscriber.metastore.writes import Target, resolve, touched
 from subscriber.protocol.errors import (
     CatalogTimeoutError,
     MetastoreUnavailableError,
@@ -325,7 +326,7 @@ class MetastoreEndpoint:
         self, message: bytes, header: framing.Header, upstream: Upstream, kind: str
     ) -> bytes | None:
         name = header.name
-        write = framing.is_write(name)
+        write = is_write(name)
         before = self._sub.cache_view() if write else None
         try:
             reply = upstream.call(message, oneway=header.type == framing.ONEWAY)
@@ -337,9 +338,9 @@ class MetastoreEndpoint:
             return replies.unavailable(name, header.seqid, f"catalogd HMS endpoint: {exc}")
         self.stats.add(kind, name)
         if reply is not None and before is not None and replies.succeeded(reply):
-            target = touched(name, message[header.body_start :])
-            if target is not None:
-                self._read_your_write(name, target, before)
+            targets = resolve(touched(name, message[header.body_start :]), before.by_database)
+            if targets:
+                self._read_your_write(name, targets, before)
         return reply
 
     def _config_value(self, message: bytes, header: framing.Header, upstream: Upstream) -> bytes:
@@ -370,26 +371,30 @@ class MetastoreEndpoint:
             self._config_memo[body] = reply[reply_header.body_start :]
         return reply
 
-    def _read_your_write(self, name: str, target: Target, before: CacheView) -> None:
-        """Ask catalogd to reload ``target`` and wait until the cache shows a change."""
+    def _read_your_write(self, name: str, targets: tuple[Target, ...], before: CacheView) -> None:
+        """Ask catalogd to reload every target and wait until the cache shows each
+        changed (guesses at what an unknown method touched: reloaded, not awaited)."""
         followed = self._sub.databases
-        if followed is not None and target.db not in followed:
-            return  # never cached here: nothing to wait for
-        self._sub.request_reload(target.db, target.table)
-        mark = _mark(before, target)
+        targets = tuple(t for t in targets if followed is None or t.db in followed)
+        for target in targets:  # not cached here otherwise: nothing to wait for
+            self._sub.request_reload(target.db, target.table)
+        marks = {t: _mark(before, t) for t in targets if not t.guess}
+        if not marks:
+            return
 
         def changed() -> bool:
-            return _mark(self._sub.cache_view(), target) != mark
+            view = self._sub.cache_view()
+            return all(_mark(view, t) != mark for t, mark in marks.items())
 
+        what = f"{name} on {', '.join(map(str, marks))}"
         try:
-            self._sub.wait_until(changed, self.config.write_wait_s, f"{name} on {target}")
+            self._sub.wait_until(changed, self.config.write_wait_s, what)
         except CatalogTimeoutError:
             self.stats.write_waits_timed_out += 1
             log.warning(
-                "HMS endpoint: %s succeeded in HMS but %s did not change in the cache within "
+                "HMS endpoint: %s succeeded in HMS but the cache did not change within "
                 "%gs: the next read may not show it yet",
-                name,
-                target,
+                what,
                 self.config.write_wait_s,
             )
 

@@ -17,7 +17,7 @@ from subscriber.metastore import filters, framing
 from subscriber.metastore.answers import CacheAnswers, Forward
 from subscriber.metastore.endpoint import EndpointConfig, MetastoreEndpoint
 from subscriber.metastore.upstream import Upstream
-from subscriber.metastore.writes import Target, touched
+from subscriber.metastore.writes import ALL_DATABASES, Target, touched
 from subscriber.protocol import codec
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.errors import ProtocolError
@@ -253,12 +253,12 @@ def test_inexact_answers_are_forwarded(cache: Any) -> None:
 def test_writes_name_what_they_touch() -> None:
     table = builders.thrift_table("Sales", "Orders", "/w", columns=[("a", "int")])
     create = _body("create_table", svc.create_table_args(tbl=table))
-    assert touched("create_table_with_environment_context", create) == Target("sales", "orders")
+    assert touched("create_table_with_environment_context", create) == (Target("sales", "orders"),)
     drop = _body("drop_table", svc.drop_table_args(dbname="s", name="t", deleteData=True))
-    assert touched("drop_table_with_environment_context", drop) == Target("s", "t")
+    assert touched("drop_table_with_environment_context", drop) == (Target("s", "t"),)
     db = _body("drop_database", svc.drop_database_args(name="s", deleteData=True, cascade=True))
-    assert touched("drop_database", db) == Target("s")
-    assert touched("unknown_method", b"\x00") is None
+    assert touched("drop_database", db) == (Target("s"),)
+    assert touched("unknown_method", b"\x00") == (ALL_DATABASES,)
 
 
 def _body(name: str, args: Any) -> bytes:

@@ -233,7 +233,8 @@ def storage_descriptors(
     new_sd, new_serde, new_skewed = hms.StorageDescriptor, hms.SerDeInfo, hms.SkewedInfo
     # Equal SerDe and empty skew structs are shared, as column lists are (read-only).
     serdes: dict[tuple[Any, ...], Any] = {}
-    no_skew = new_skewed(skewedColNames=[], skewedColValues=[])
+    # HMS always sends the location map; our IDL decodes it as {} (idl/generate).
+    no_skew = new_skewed(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={})
     for sd_id, cd_id, input_format, compressed, subdirs, location, buckets_n, output_format, \
             serde_id, serde_name, slib in rows:  # fmt: skip
         serde_info = None
@@ -258,7 +259,9 @@ def storage_descriptors(
             sortCols=sorts_get(sd_id) or [],
             parameters=sd_params_get(sd_id) or {},
             skewedInfo=new_skewed(
-                skewedColNames=skew_names or [], skewedColValues=skew_values or []
+                skewedColNames=skew_names or [],
+                skewedColValues=skew_values or [],
+                skewedColValueLocationMaps={},
             )
             if skew_names or skew_values
             else no_skew,
