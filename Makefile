@@ -23,10 +23,12 @@ test: venv
 	@bash .ci/system-ready || $(MAKE) system
 	$(BIN)/pytest
 
-## system set-up: Debian packages the tests need (apt-get) and the local PostgreSQL/MariaDB
-system:
+## system set-up: Debian packages the tests need (apt-get), the local PostgreSQL/MariaDB, and
+## the Hive Metastore 3.1/4.x jars from Maven Central (cached in ~/.m2)
+system: venv
 	bash .ci/install-system-deps
 	bash .ci/start-services
+	$(BIN)/python idl/generate/generate.py --fetch-only
 
 ## only the pure tier (no servers)
 test-fast: venv

@@ -3,7 +3,9 @@
 //
 // The union of those releases: every constant, enum, struct field and service
 // method any of them declares; where they differ, the newest. Members without a
-// "// HMS x+" note exist in 2.3.10.
+// "// HMS x+" note exist in 2.3.10. Optional fields carry no default value
+// (thriftpy2 would fill it in on decode and send it on encode: a proxy must send
+// exactly the fields HMS sent).
 
 namespace py fb303
 

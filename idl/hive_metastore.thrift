@@ -3,7 +3,9 @@
 //
 // The union of those releases: every constant, enum, struct field and service
 // method any of them declares; where they differ, the newest. Members without a
-// "// HMS x+" note exist in 2.3.10.
+// "// HMS x+" note exist in 2.3.10. Optional fields carry no default value
+// (thriftpy2 would fill it in on decode and send it on encode: a proxy must send
+// exactly the fields HMS sent).
 //
 // Local deviation: SkewedInfo.skewedColValueLocationMaps upstream map<list<string>,string>: thriftpy2 cannot key a dict by a list; declared with string keys, an HMS map decodes as {} (entries skipped).
 // Incompatible between releases (the newest is declared): AddDynamicPartitions field 2 (writeid) type string -> i64 (INCOMPATIBLE)
@@ -314,7 +316,7 @@ struct AddDynamicPartitions {
   3: required string dbname,
   4: required string tablename,
   5: required list<string> partitionnames,
-  6: optional DataOperationType operationType = DataOperationType.UNSET,  // HMS 3.1.3+
+  6: optional DataOperationType operationType,  // HMS 3.1.3+
 }
 
 struct SQLForeignKey {
@@ -529,7 +531,7 @@ struct ColumnStatistics {
   1: required ColumnStatisticsDesc statsDesc,
   2: required list<ColumnStatisticsObj> statsObj,
   3: optional bool isStatsCompliant,  // HMS 4.0.1+
-  4: optional string engine = "hive",  // HMS 4.0.1+
+  4: optional string engine,  // HMS 4.0.1+
 }
 
 struct FileMetadata {  // HMS 4.0.1+
@@ -548,7 +550,7 @@ struct Partition {
   7: map<string,string> parameters,
   8: optional PrincipalPrivilegeSet privileges,
   9: optional string catName,
-  10: optional i64 writeId = -1,  // HMS 4.0.1+
+  10: optional i64 writeId,  // HMS 4.0.1+
   11: optional bool isStatsCompliant,  // HMS 4.0.1+
   12: optional ColumnStatistics colStats,  // HMS 4.0.1+
   13: optional FileMetadata fileMetadata,  // HMS 4.0.1+
@@ -563,7 +565,7 @@ struct AddPartitionsRequest {
   2: required string tblName,
   3: required list<Partition> parts,
   4: required bool ifNotExists,
-  5: optional bool needResult = true,
+  5: optional bool needResult,
   6: optional string catName,
   7: optional string validWriteIdList,  // HMS 4.0.1+
   8: optional bool skipColumnSchemaForPartition,  // HMS 4.0.1+
@@ -620,7 +622,7 @@ struct AllTableConstraintsRequest {  // HMS 4.0.1+
   2: required string tblName,  // HMS 4.0.1+
   3: required string catName,  // HMS 4.0.1+
   4: optional string validWriteIdList,  // HMS 4.0.1+
-  5: optional i64 tableId = -1,  // HMS 4.0.1+
+  5: optional i64 tableId,  // HMS 4.0.1+
 }
 
 struct SQLAllTableConstraints {  // HMS 4.0.1+
@@ -736,7 +738,7 @@ struct AlterPartitionsRequest {  // HMS 4.0.1+
   3: required string tableName,  // HMS 4.0.1+
   4: required list<Partition> partitions,  // HMS 4.0.1+
   5: optional EnvironmentContext environmentContext,  // HMS 4.0.1+
-  6: optional i64 writeId = -1,  // HMS 4.0.1+
+  6: optional i64 writeId,  // HMS 4.0.1+
   7: optional string validWriteIdList,  // HMS 4.0.1+
   8: optional bool skipColumnSchemaForPartition,  // HMS 4.0.1+
   9: optional list<FieldSchema> partitionColSchema,  // HMS 4.0.1+
@@ -784,8 +786,8 @@ struct Table {
   15: optional bool rewriteEnabled,
   16: optional CreationMetadata creationMetadata,
   17: optional string catName,  // HMS 3.1.3+
-  18: optional PrincipalType ownerType = PrincipalType.USER,  // HMS 3.1.3+
-  19: optional i64 writeId = -1,  // HMS 4.0.1+
+  18: optional PrincipalType ownerType,  // HMS 3.1.3+
+  19: optional i64 writeId,  // HMS 4.0.1+
   20: optional bool isStatsCompliant,  // HMS 4.0.1+
   21: optional ColumnStatistics colStats,  // HMS 4.0.1+
   22: optional byte accessType,  // HMS 4.0.1+
@@ -803,7 +805,7 @@ struct AlterTableRequest {  // HMS 4.0.1+
   3: required string tableName,  // HMS 4.0.1+
   4: required Table table,  // HMS 4.0.1+
   5: optional EnvironmentContext environmentContext,  // HMS 4.0.1+
-  6: optional i64 writeId = -1,  // HMS 4.0.1+
+  6: optional i64 writeId,  // HMS 4.0.1+
   7: optional string validWriteIdList,  // HMS 4.0.1+
   8: optional list<string> processorCapabilities,  // HMS 4.0.1+
   9: optional string processorIdentifier,  // HMS 4.0.1+
@@ -848,7 +850,7 @@ struct CheckConstraintsRequest {  // HMS 3.1.3+
   2: required string db_name,  // HMS 3.1.3+
   3: required string tbl_name,  // HMS 3.1.3+
   4: optional string validWriteIdList,  // HMS 4.0.1+
-  5: optional i64 tableId = -1,  // HMS 4.0.1+
+  5: optional i64 tableId,  // HMS 4.0.1+
 }
 
 struct CheckConstraintsResponse {  // HMS 3.1.3+
@@ -910,7 +912,7 @@ struct CommitTxnRequest {
   3: optional list<WriteEventInfo> writeEventInfos,  // HMS 4.0.1+
   4: optional ReplLastIdInfo replLastIdInfo,  // HMS 4.0.1+
   5: optional CommitTxnKeyValue keyValue,  // HMS 4.0.1+
-  6: optional bool exclWriteEnabled = true,  // HMS 4.0.1+
+  6: optional bool exclWriteEnabled,  // HMS 4.0.1+
   7: optional TxnType txn_type,  // HMS 4.0.1+
 }
 
@@ -1032,7 +1034,7 @@ struct DefaultConstraintsRequest {  // HMS 3.1.3+
   2: required string db_name,  // HMS 3.1.3+
   3: required string tbl_name,  // HMS 3.1.3+
   4: optional string validWriteIdList,  // HMS 4.0.1+
-  5: optional i64 tableId = -1,  // HMS 4.0.1+
+  5: optional i64 tableId,  // HMS 4.0.1+
 }
 
 struct DefaultConstraintsResponse {  // HMS 3.1.3+
@@ -1045,13 +1047,13 @@ struct DeleteColumnStatisticsRequest {  // HMS 4.1.0+
   3: required string tbl_name,  // HMS 4.1.0+
   4: optional list<string> part_names,  // HMS 4.1.0+
   5: optional list<string> col_names,  // HMS 4.1.0+
-  6: optional string engine = "hive",  // HMS 4.1.0+
+  6: optional string engine,  // HMS 4.1.0+
   7: optional bool tableLevel,  // HMS 4.1.0+
 }
 
 struct DropCatalogRequest {  // HMS 3.1.3+
   1: string name,  // HMS 3.1.3+
-  2: optional bool ifExists = true,  // HMS 4.1.0+
+  2: optional bool ifExists,  // HMS 4.1.0+
 }
 
 struct DropConstraintRequest {
@@ -1075,7 +1077,7 @@ struct DropDatabaseRequest {  // HMS 4.0.1+
   5: required bool cascade,  // HMS 4.0.1+
   6: optional bool softDelete,  // HMS 4.0.1+
   7: optional i64 txnId,  // HMS 4.0.1+
-  8: optional bool deleteManagedDir = true,  // HMS 4.0.1+
+  8: optional bool deleteManagedDir,  // HMS 4.0.1+
 }
 
 struct DropPackageRequest {  // HMS 4.0.1+
@@ -1109,10 +1111,10 @@ struct DropPartitionsRequest {
   2: required string tblName,
   3: required RequestPartsSpec parts,
   4: optional bool deleteData,
-  5: optional bool ifExists = true,
+  5: optional bool ifExists,
   6: optional bool ignoreProtection,
   7: optional EnvironmentContext environmentContext,
-  8: optional bool needResult = true,
+  8: optional bool needResult,
   9: optional string catName,
   10: optional bool skipColumnSchemaForPartition,  // HMS 4.0.1+
 }
@@ -1193,7 +1195,7 @@ struct ForeignKeysRequest {
   4: string foreign_tbl_name,
   5: optional string catName,  // HMS 3.1.3+
   6: optional string validWriteIdList,  // HMS 4.0.1+
-  7: optional i64 tableId = -1,  // HMS 4.0.1+
+  7: optional i64 tableId,  // HMS 4.0.1+
 }
 
 struct ForeignKeysResponse {
@@ -1265,7 +1267,7 @@ struct GetFieldsRequest {  // HMS 4.0.1+
   3: required string tblName,  // HMS 4.0.1+
   4: optional EnvironmentContext envContext,  // HMS 4.0.1+
   5: optional string validWriteIdList,  // HMS 4.0.1+
-  6: optional i64 id = -1,  // HMS 4.0.1+
+  6: optional i64 id,  // HMS 4.0.1+
 }
 
 struct GetFieldsResponse {  // HMS 4.0.1+
@@ -1302,7 +1304,7 @@ struct GetFunctionsRequest {  // HMS 4.1.0+
   1: required string dbName,  // HMS 4.1.0+
   2: optional string catalogName,  // HMS 4.1.0+
   3: optional string pattern,  // HMS 4.1.0+
-  4: optional bool returnNames = true,  // HMS 4.1.0+
+  4: optional bool returnNames,  // HMS 4.1.0+
 }
 
 struct GetFunctionsResponse {  // HMS 4.1.0+
@@ -1326,7 +1328,7 @@ struct TxnInfo {
   2: required TxnState state,
   3: required string user,
   4: required string hostname,
-  5: optional string agentInfo = "Unknown",
+  5: optional string agentInfo,
   6: optional i32 heartbeatCount,
   7: optional string metaInfo,
   8: optional i64 startedTime,
@@ -1360,9 +1362,9 @@ struct GetPartitionNamesPsRequest {  // HMS 4.0.1+
   2: required string dbName,  // HMS 4.0.1+
   3: required string tblName,  // HMS 4.0.1+
   4: optional list<string> partValues,  // HMS 4.0.1+
-  5: optional i16 maxParts = -1,  // HMS 4.0.1+
+  5: optional i16 maxParts,  // HMS 4.0.1+
   6: optional string validWriteIdList,  // HMS 4.0.1+
-  7: optional i64 id = -1,  // HMS 4.0.1+
+  7: optional i64 id,  // HMS 4.0.1+
 }
 
 struct GetPartitionNamesPsResponse {  // HMS 4.0.1+
@@ -1375,7 +1377,7 @@ struct GetPartitionRequest {  // HMS 4.0.1+
   3: required string tblName,  // HMS 4.0.1+
   4: required list<string> partVals,  // HMS 4.0.1+
   5: optional string validWriteIdList,  // HMS 4.0.1+
-  6: optional i64 id = -1,  // HMS 4.0.1+
+  6: optional i64 id,  // HMS 4.0.1+
 }
 
 struct GetPartitionResponse {  // HMS 4.0.1+
@@ -1387,7 +1389,7 @@ struct GetPartitionsByFilterRequest {  // HMS 4.0.1+
   2: string dbName,  // HMS 4.0.1+
   3: string tblName,  // HMS 4.0.1+
   4: string filter,  // HMS 4.0.1+
-  5: optional i16 maxParts = -1,  // HMS 4.0.1+
+  5: optional i16 maxParts,  // HMS 4.0.1+
   6: optional bool skipColumnSchemaForPartition,  // HMS 4.0.1+
   7: optional string includeParamKeyPattern,  // HMS 4.0.1+
   8: optional string excludeParamKeyPattern,  // HMS 4.0.1+
@@ -1400,10 +1402,10 @@ struct GetPartitionsByNamesRequest {  // HMS 4.0.1+
   4: optional bool get_col_stats,  // HMS 4.0.1+
   5: optional list<string> processorCapabilities,  // HMS 4.0.1+
   6: optional string processorIdentifier,  // HMS 4.0.1+
-  7: optional string engine = "hive",  // HMS 4.0.1+
+  7: optional string engine,  // HMS 4.0.1+
   8: optional string validWriteIdList,  // HMS 4.0.1+
   9: optional bool getFileMetadata,  // HMS 4.0.1+
-  10: optional i64 id = -1,  // HMS 4.0.1+
+  10: optional i64 id,  // HMS 4.0.1+
   11: optional bool skipColumnSchemaForPartition,  // HMS 4.0.1+
   12: optional string includeParamKeyPattern,  // HMS 4.0.1+
   13: optional string excludeParamKeyPattern,  // HMS 4.0.1+
@@ -1424,11 +1426,11 @@ struct GetPartitionsPsWithAuthRequest {  // HMS 4.0.1+
   2: required string dbName,  // HMS 4.0.1+
   3: required string tblName,  // HMS 4.0.1+
   4: optional list<string> partVals,  // HMS 4.0.1+
-  5: optional i16 maxParts = -1,  // HMS 4.0.1+
+  5: optional i16 maxParts,  // HMS 4.0.1+
   6: optional string userName,  // HMS 4.0.1+
   7: optional list<string> groupNames,  // HMS 4.0.1+
   8: optional string validWriteIdList,  // HMS 4.0.1+
-  9: optional i64 id = -1,  // HMS 4.0.1+
+  9: optional i64 id,  // HMS 4.0.1+
   10: optional bool skipColumnSchemaForPartition,  // HMS 4.0.1+
   11: optional string includeParamKeyPattern,  // HMS 4.0.1+
   12: optional string excludeParamKeyPattern,  // HMS 4.0.1+
@@ -1484,7 +1486,7 @@ struct PartitionSpec {
   4: optional PartitionSpecWithSharedSD sharedSDPartitionSpec,
   5: optional PartitionListComposingSpec partitionList,
   6: optional string catName,
-  7: optional i64 writeId = -1,  // HMS 4.0.1+
+  7: optional i64 writeId,  // HMS 4.0.1+
   8: optional bool isStatsCompliant,  // HMS 4.0.1+
 }
 
@@ -1536,7 +1538,7 @@ struct GetSchemaRequest {  // HMS 4.0.1+
   3: required string tblName,  // HMS 4.0.1+
   4: optional EnvironmentContext envContext,  // HMS 4.0.1+
   5: optional string validWriteIdList,  // HMS 4.0.1+
-  6: optional i64 id = -1,  // HMS 4.0.1+
+  6: optional i64 id,  // HMS 4.0.1+
 }
 
 struct GetSchemaResponse {  // HMS 4.0.1+
@@ -1556,8 +1558,8 @@ struct GetTableRequest {
   7: optional bool getColumnStats,  // HMS 4.0.1+
   8: optional list<string> processorCapabilities,  // HMS 4.0.1+
   9: optional string processorIdentifier,  // HMS 4.0.1+
-  10: optional string engine = "hive",  // HMS 4.0.1+
-  11: optional i64 id = -1,  // HMS 4.0.1+
+  10: optional string engine,  // HMS 4.0.1+
+  11: optional i64 id,  // HMS 4.0.1+
 }
 
 struct GetTableResult {
@@ -1717,7 +1719,7 @@ struct LockComponent {
   3: required string dbname,
   4: optional string tablename,
   5: optional string partitionname,
-  6: optional DataOperationType operationType = DataOperationType.UNSET,
+  6: optional DataOperationType operationType,
   7: optional bool isTransactional,
   8: optional bool isDynamicPartitionWrite,
 }
@@ -1727,7 +1729,7 @@ struct LockRequest {
   2: optional i64 txnid,
   3: required string user,
   4: required string hostname,
-  5: optional string agentInfo = "Unknown",
+  5: optional string agentInfo,
   6: optional bool zeroWaitReadEnabled,  // HMS 4.0.1+
   7: optional bool exclusiveCTAS,  // HMS 4.0.1+
   8: optional bool locklessReadsEnabled,  // HMS 4.0.1+
@@ -1783,7 +1785,7 @@ struct NotNullConstraintsRequest {  // HMS 3.1.3+
   2: required string db_name,  // HMS 3.1.3+
   3: required string tbl_name,  // HMS 3.1.3+
   4: optional string validWriteIdList,  // HMS 4.0.1+
-  5: optional i64 tableId = -1,  // HMS 4.0.1+
+  5: optional i64 tableId,  // HMS 4.0.1+
 }
 
 struct NotNullConstraintsResponse {  // HMS 3.1.3+
@@ -1832,10 +1834,10 @@ struct OpenTxnRequest {
   1: required i32 num_txns,
   2: required string user,
   3: required string hostname,
-  4: optional string agentInfo = "Unknown",
+  4: optional string agentInfo,
   5: optional string replPolicy,  // HMS 3.1.3+
   6: optional list<i64> replSrcTxnIds,  // HMS 3.1.3+
-  7: optional TxnType txn_type = TxnType.DEFAULT,  // HMS 4.0.1+
+  7: optional TxnType txn_type,  // HMS 4.0.1+
 }
 
 struct OpenTxnsResponse {
@@ -1859,11 +1861,11 @@ struct PartitionValuesRequest {
   1: required string dbName,
   2: required string tblName,
   3: required list<FieldSchema> partitionKeys,
-  4: optional bool applyDistinct = true,
+  4: optional bool applyDistinct,
   5: optional string filter,
   6: optional list<FieldSchema> partitionOrder,
-  7: optional bool ascending = true,
-  8: optional i64 maxParts = -1,
+  7: optional bool ascending,
+  8: optional i64 maxParts,
   9: optional string catName,
   10: optional string validWriteIdList,  // HMS 4.0.1+
 }
@@ -1881,11 +1883,11 @@ struct PartitionsByExprRequest {
   2: required string tblName,
   3: required binary expr,
   4: optional string defaultPartitionName,
-  5: optional i16 maxParts = -1,
+  5: optional i16 maxParts,
   6: optional string catName,
   7: optional string order,  // HMS 4.0.1+
   8: optional string validWriteIdList,  // HMS 4.0.1+
-  9: optional i64 id = -1,  // HMS 4.0.1+
+  9: optional i64 id,  // HMS 4.0.1+
   10: optional bool skipColumnSchemaForPartition,  // HMS 4.0.1+
   11: optional string includeParamKeyPattern,  // HMS 4.0.1+
   12: optional string excludeParamKeyPattern,  // HMS 4.0.1+
@@ -1900,9 +1902,9 @@ struct PartitionsRequest {  // HMS 4.0.1+
   1: optional string catName,  // HMS 4.0.1+
   2: required string dbName,  // HMS 4.0.1+
   3: required string tblName,  // HMS 4.0.1+
-  4: optional i16 maxParts = -1,  // HMS 4.0.1+
+  4: optional i16 maxParts,  // HMS 4.0.1+
   5: optional string validWriteIdList,  // HMS 4.0.1+
-  6: optional i64 id = -1,  // HMS 4.0.1+
+  6: optional i64 id,  // HMS 4.0.1+
   7: optional bool skipColumnSchemaForPartition,  // HMS 4.0.1+
   8: optional string includeParamKeyPattern,  // HMS 4.0.1+
   9: optional string excludeParamKeyPattern,  // HMS 4.0.1+
@@ -1924,7 +1926,7 @@ struct PartitionsStatsRequest {
   4: required list<string> partNames,
   5: optional string catName,
   6: optional string validWriteIdList,  // HMS 4.0.1+
-  7: optional string engine = "hive",  // HMS 4.0.1+
+  7: optional string engine,  // HMS 4.0.1+
 }
 
 struct PartitionsStatsResult {
@@ -1937,7 +1939,7 @@ struct PrimaryKeysRequest {
   2: required string tbl_name,
   3: optional string catName,  // HMS 3.1.3+
   4: optional string validWriteIdList,  // HMS 4.0.1+
-  5: optional i64 tableId = -1,  // HMS 4.0.1+
+  5: optional i64 tableId,  // HMS 4.0.1+
 }
 
 struct PrimaryKeysResponse {
@@ -2085,9 +2087,9 @@ struct SeedTxnIdRequest {  // HMS 4.0.1+
 struct SetPartitionsStatsRequest {
   1: required list<ColumnStatistics> colStats,
   2: optional bool needMerge,
-  3: optional i64 writeId = -1,  // HMS 4.0.1+
+  3: optional i64 writeId,  // HMS 4.0.1+
   4: optional string validWriteIdList,  // HMS 4.0.1+
-  5: optional string engine = "hive",  // HMS 4.0.1+
+  5: optional string engine,  // HMS 4.0.1+
 }
 
 struct SetPartitionsStatsResponse {  // HMS 4.0.1+
@@ -2123,7 +2125,7 @@ struct ShowCompactResponseElement {
   9: optional i64 hightestTxnId,
   10: optional string metaInfo,
   11: optional i64 endTime,
-  12: optional string hadoopJobId = "None",
+  12: optional string hadoopJobId,
   13: optional i64 id,
   14: optional string errorMessage,  // HMS 4.0.1+
   15: optional i64 enqueueTime,  // HMS 4.0.1+
@@ -2203,8 +2205,8 @@ struct TableStatsRequest {
   3: required list<string> colNames,
   4: optional string catName,  // HMS 3.1.3+
   5: optional string validWriteIdList,  // HMS 4.0.1+
-  6: optional string engine = "hive",  // HMS 4.0.1+
-  7: optional i64 id = -1,  // HMS 4.0.1+
+  6: optional string engine,  // HMS 4.0.1+
+  7: optional i64 id,  // HMS 4.0.1+
 }
 
 struct TableStatsResult {
@@ -2216,7 +2218,7 @@ struct TruncateTableRequest {  // HMS 4.0.1+
   1: required string dbName,  // HMS 4.0.1+
   2: required string tableName,  // HMS 4.0.1+
   3: optional list<string> partNames,  // HMS 4.0.1+
-  4: optional i64 writeId = -1,  // HMS 4.0.1+
+  4: optional i64 writeId,  // HMS 4.0.1+
   5: optional string validWriteIdList,  // HMS 4.0.1+
   6: optional EnvironmentContext environmentContext,  // HMS 4.0.1+
 }
@@ -2244,7 +2246,7 @@ struct UniqueConstraintsRequest {  // HMS 3.1.3+
   2: required string db_name,  // HMS 3.1.3+
   3: required string tbl_name,  // HMS 3.1.3+
   4: optional string validWriteIdList,  // HMS 4.0.1+
-  5: optional i64 tableId = -1,  // HMS 4.0.1+
+  5: optional i64 tableId,  // HMS 4.0.1+
 }
 
 struct UniqueConstraintsResponse {  // HMS 3.1.3+

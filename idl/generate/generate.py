@@ -263,7 +263,11 @@ def _refs(ftype: str) -> list[str]:
 
 def _field_line(f: Field, mod: str, first: str, with_req: bool = True) -> str:
     req = f"{f.req} " if with_req and f.req != "default" else ""
-    default = f" = {_type(f.default, mod)}" if f.default is not None else ""
+    # No default for an optional field: thriftpy2 would fill it in on decode and
+    # send it again on encode, so a proxy would add fields HMS never sent (an HMS
+    # 2.3 Table would grow 3.x's ownerType and writeId). Presence is preserved.
+    keep = f.default is not None and f.req != "optional"
+    default = f" = {_type(f.default, mod)}" if keep else ""
     since = f"  // HMS {f.since}+" if f.since != first else ""
     return f"{f.fid}: {req}{_type(f.type, mod)} {f.name}{default},{since}"
 
@@ -274,7 +278,9 @@ HEADER = """\
 //
 // The union of those releases: every constant, enum, struct field and service
 // method any of them declares; where they differ, the newest. Members without a
-// "// HMS x+" note exist in {first}.
+// "// HMS x+" note exist in {first}. Optional fields carry no default value
+// (thriftpy2 would fill it in on decode and send it on encode: a proxy must send
+// exactly the fields HMS sent).
 {overrides}"""
 
 
@@ -352,7 +358,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     parser.add_argument("--fetch", action="store_true", help="download missing releases")
+    parser.add_argument(
+        "--fetch-only", action="store_true", help="download missing releases, write nothing"
+    )
     opts = parser.parse_args(argv)
+    if opts.fetch_only:
+        for release in releases():
+            if not release.available():
+                fetch(release)
+        return 0
     merged = Merged()
     names = []
     for release in releases():
