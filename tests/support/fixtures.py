@@ -85,7 +85,8 @@ def hms_locks(
     tmp_path_factory: pytest.TempPathFactory, hms_cache_dir: Path
 ) -> Iterator[EmbeddedMetastore]:
     started = time.monotonic()
-    metastore = start_locking_metastore(tmp_path_factory.mktemp("hms-locks"), cache_dir=hms_cache_dir)
+    data_dir = tmp_path_factory.mktemp("hms-locks")
+    metastore = start_locking_metastore(data_dir, cache_dir=hms_cache_dir)
     with metastore:
         record_measurement("HMS start with locks (Derby, twice)", time.monotonic() - started, "s")
         yield metastore
