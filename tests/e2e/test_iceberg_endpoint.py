@@ -8,7 +8,7 @@ HMS endpoint forwarding to the relay (two hosts' sidecars). PyIceberg's
 ``HiveCatalog`` commits with ``lock`` -> ``get_table`` -> ``alter_table`` -> ``unlock`` on
 one connection: the ``get_table`` under the lock must be HMS's.
 
-The two-writer race runs ``CATALOGD_ICEBERG_RACE_ROUNDS`` rounds (default 52, 13 of
+The two-writer race runs ``ICEBERG_RACE_ROUNDS`` rounds (default 52, 13 of
 each of four shapes: the stale loader on an endpoint or direct, the other writer
 direct or on an endpoint; about half a second a round here).
 """
@@ -35,7 +35,7 @@ hive_catalog = pytest.importorskip("pyiceberg.catalog.hive")
 iceberg_types = pytest.importorskip("pyiceberg.types")
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(600)]
 
-ROUNDS = int(os.environ.get("CATALOGD_ICEBERG_RACE_ROUNDS", "52"))
+ROUNDS = int(os.environ.get("ICEBERG_RACE_ROUNDS", "52"))
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
 
