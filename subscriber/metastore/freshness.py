@@ -47,10 +47,10 @@ def behind(view: CacheView, decode: Decode, name: str, args: Any, reply: bytes) 
     read (it names nothing then)."""
     if name not in CHECKED or len(reply) > MAX_REPLY:
         return []
-    header = framing.read_header(reply)
-    if header is None or header.type != framing.REPLY:
-        return []
     try:
+        header = framing.read_header(reply)
+        if header is None or header.type != framing.REPLY:
+            return []
         result = codec.decode(getattr(_SERVICE, f"{name}_result"), reply[header.body_start :])
     except ProtocolError:
         return []
