@@ -26,6 +26,7 @@ from collections import Counter
 import idl
 from subscriber.metastore import framing
 from subscriber.metastore.answers import Forward
+from subscriber.metastore.writes import base_method
 
 __all__ = ["REASONS", "EndpointStats", "answers_reason", "forward_reason"]
 
@@ -46,6 +47,8 @@ class EndpointStats:
             in the cache within ``write_wait_s``.
         stale_reloads: reloads asked because a forwarded read showed HMS ahead of
             the cache (:mod:`subscriber.metastore.freshness`).
+        write_waits / write_wait_seconds: reloads waited for (after writes and stale
+            reads), and the time spent waiting.
     """
 
     KINDS = ("served", "forwarded", "forwarded_stale", "failed")
@@ -58,6 +61,8 @@ class EndpointStats:
         self.garbage = 0
         self.write_waits_timed_out = 0
         self.stale_reloads = 0
+        self.write_waits = 0
+        self.write_wait_seconds = 0.0
 
     def add(self, kind: str, method: str) -> None:
         """Count one call ``served`` or ``failed`` (forwarded: :meth:`forwarded`)."""
@@ -69,6 +74,12 @@ class EndpointStats:
         with self._lock:
             self._reasons[reason][method] += 1
             self._counts["forwarded_stale" if reason == "stale" else "forwarded"][method] += 1
+
+    def count_wait(self, seconds: float) -> None:
+        """Count one reload waited for, ``seconds`` long."""
+        with self._lock:
+            self.write_waits += 1
+            self.write_wait_seconds += seconds
 
     def snapshot(self) -> dict[str, dict[str, int]]:
         """``{"served": {method: n}, "forwarded": ..., "forwarded_stale": ..., "failed": ...}``."""
@@ -120,7 +131,7 @@ class EndpointStats:
 
 def forward_reason(name: str) -> str:
     """Why a call the cache never answers is forwarded ."""
-    if not hasattr(_SERVICE, f"{name}_args"):
+    if not hasattr(_SERVICE, f"{name}_args") and not hasattr(_SERVICE, f"{base_method(name)}_args"):
         return "unknown"
     return "write" if framing.is_write(name) else "not_cached"
 

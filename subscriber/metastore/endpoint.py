@@ -48,6 +48,7 @@ import itertools
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -396,6 +397,7 @@ class MetastoreEndpoint:
         def changed() -> bool:
             return freshness.mark(self._sub.cache_view(), target) != mark
 
+        started = time.monotonic()
         try:
             self._sub.wait_until(changed, self.config.write_wait_s, f"{name} on {target}")
         except CatalogTimeoutError:
@@ -407,6 +409,8 @@ class MetastoreEndpoint:
                 target,
                 self.config.write_wait_s,
             )
+        finally:
+            self.stats.count_wait(time.monotonic() - started)
 
 
 def _drain(client: socket.socket, buf: bytearray) -> None:
