@@ -210,10 +210,11 @@ def test_the_locked_get_table_is_forwarded_and_counted(world: dict[str, Any]) ->
         table = via.create_table("ice_lock.t", schema=SCHEMA)
         via.load_table("ice_lock.t")
         relay.reset()
-        before = endpoint.stats.by_method()
+        before, reloads = endpoint.stats.by_method(), endpoint.stats.stale_reloads
         table.append(pa.table({"id": [1], "v": ["x"]}, schema=SCHEMA))
         reached = relay.reset()
         after = endpoint.stats.by_method()
+        assert endpoint.stats.stale_reloads == reloads  # HMS's table equals the cached one
         assert reached["lock"] == 1 and reached["unlock"] == 1
         assert reached["get_table"] == 1  # the read under the lock, nothing else
         assert reached["alter_table_with_environment_context"] == 1
