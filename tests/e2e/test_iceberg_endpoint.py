@@ -252,3 +252,46 @@ def test_reads_are_served_from_the_cache(world: dict[str, Any]) -> None:
         for name in ("a", "b"):
             direct.drop_table(f"ice_read.{name}")
         direct.drop_namespace("ice_read")
+
+
+def test_a_transaction_s_reads_go_to_hms_until_it_commits(world: dict[str, Any]) -> None:
+    """Hive ACID's shape with the Apache Thrift HMS client PyIceberg ships: after
+    ``open_txns`` (and a ``lock`` in that transaction) every read is HMS's, until
+    ``commit_txn`` ends both."""
+    from hive_metastore import ttypes
+    from hive_metastore.ThriftHiveMetastore import Client
+    from thrift.protocol import TBinaryProtocol
+    from thrift.transport import TSocket, TTransport
+
+    via, direct = world["via"], world["direct"]
+    endpoint: MetastoreEndpoint = world["endpoints"][0]
+    relay: CountingRelay = world["relay"]
+    via.create_namespace("ice_txn")
+    via.create_table("ice_txn.t", schema=SCHEMA)
+    host, port = endpoint.address
+    transport = TTransport.TBufferedTransport(TSocket.TSocket(host, port))
+    transport.open()
+    try:
+        client = Client(TBinaryProtocol.TBinaryProtocol(transport))
+        relay.reset()
+        client.get_table("ice_txn", "t")
+        assert "get_table" not in relay.reset()  # no transaction: the cache's
+        txn = client.open_txns(ttypes.OpenTxnRequest(1, "test", "localhost")).txn_ids[0]
+        component = ttypes.LockComponent(
+            type=ttypes.LockType.SHARED_READ, level=ttypes.LockLevel.TABLE,
+            dbname="ice_txn", tablename="t",
+        )  # fmt: skip
+        lock = client.lock(ttypes.LockRequest([component], txn, "test", "localhost"))
+        assert lock.state == ttypes.LockState.ACQUIRED
+        client.get_table("ice_txn", "t")
+        client.get_all_tables("ice_txn")
+        reached = relay.reset()
+        assert reached["get_table"] == 1 and reached["get_all_tables"] == 1
+        client.commit_txn(ttypes.CommitTxnRequest(txn))
+        relay.reset()
+        client.get_table("ice_txn", "t")
+        assert "get_table" not in relay.reset()  # committed: the lock went with it
+    finally:
+        transport.close()
+        direct.drop_table("ice_txn.t")
+        direct.drop_namespace("ice_txn")
