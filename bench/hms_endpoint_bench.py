@@ -144,7 +144,7 @@ def run(uri: str, repeats: int, seconds: float, clients: int) -> list[Result]:
                     spark.close()
             hms_rate = _throughput(uri, clients, seconds)
             endpoint_rate = _throughput(endpoint.uri, clients, seconds)
-            print(f"  endpoint calls: {endpoint.stats.snapshot()}")
+            print(f"  endpoint calls: {endpoint.stats.summary()}")
     relay.close()
     results = []
     for name in statements:
