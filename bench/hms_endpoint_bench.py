@@ -3,6 +3,7 @@
 ::
 
     .venv/bin/python bench/hms_endpoint_bench.py [--data-dir DIR] [--repeats 5] [--seconds 10]
+        [--iceberg-only | --no-iceberg] [--iceberg-commits 20] [--iceberg-rounds 52]
 
 The benchmark HMS (``support/hms.py``; ``bench.big`` has ``--big-dts x --big-regions``
 partitions, 10,000 at full size) is loaded into an in-process catalogd
@@ -22,6 +23,18 @@ Targets: no statement slower through the endpoint; the full-table plan >= 2x fas
 HMS calls per pruned query 0 through the endpoint (counted at the relay); and
 ``get_table`` calls/s from 8 concurrent Thrift client processes, endpoint vs HMS,
 >= 10x.
+
+PyIceberg (``pyiceberg[hive]``) against an HMS of its own with a working lock
+manager (``tests/support/hms_locks.py``), a catalogd process loading from it
+(change detection off) and an endpoint in this process:
+
+* the fraction of read calls served from the cache for a read workload (``list_tables``,
+  ``load_table`` and scan planning of each table) -- target 100%;
+* a commit (``append`` of one row) through the endpoint vs direct, median of
+  ``--iceberg-commits`` each, interleaved -- target <= 1.2x (the locked path: ``lock``,
+  the ``get_table`` under it forwarded, ``alter_table``, the reload wait, ``unlock``);
+* ``--iceberg-rounds`` rounds of the two-writer race (one writer loads, the other
+  commits, the first commits), in four shapes -- target: no commit lost.
 """
 
 from __future__ import annotations
@@ -131,7 +144,7 @@ def run(uri: str, repeats: int, seconds: float, clients: int) -> list[Result]:
                     spark.close()
             hms_rate = _throughput(uri, clients, seconds)
             endpoint_rate = _throughput(endpoint.uri, clients, seconds)
-            print(f"  endpoint calls: {endpoint.stats.snapshot()}")
+            print(f"  endpoint calls: {endpoint.stats.summary()}")
     relay.close()
     results = []
     for name in statements:
@@ -170,19 +183,177 @@ def run(uri: str, repeats: int, seconds: float, clients: int) -> list[Result]:
     return results
 
 
+def run_iceberg(commits: int, rounds: int) -> list[Result]:
+    """The PyIceberg measures (see the module docstring)."""
+    import pyarrow as pa
+    from pyiceberg.catalog.hive import HiveCatalog
+
+    locks_mod, relay_mod = _load("hms_locks"), _load("hms_relay")
+    catalogd_mod = _load("catalogd_process")
+    work = Path(tempfile.mkdtemp(prefix="catalogd-iceberg-bench-"))
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    hms = locks_mod.start_locking_metastore(work / "hms")
+    relay = relay_mod.CountingRelay(hms.uri)
+    catalogd = catalogd_mod.CatalogdProcess(
+        hms.uri, work / "catalogd", extra=["--change-detection", "off"]
+    )
+    try:
+        catalogd.start()
+        catalogd.wait_loaded()
+        with (
+            CatalogSubscriber(catalogd.endpoint) as sub,
+            CatalogSubscriber(catalogd.endpoint) as sub2,
+        ):
+            sub.wait_synced(60)
+            sub2.wait_synced(60)
+            with (
+                sub.metastore_endpoint(upstream=relay.uri) as endpoint,
+                sub2.metastore_endpoint(upstream=relay.uri) as endpoint2,
+            ):
+                warehouse = f"file://{work}/warehouse"
+                # "direct" through the relay too: both paths take the same extra hop
+                direct = HiveCatalog("direct", uri=relay.uri, warehouse=warehouse)
+                via = HiveCatalog("via", uri=endpoint.uri, warehouse=warehouse)
+                via2 = HiveCatalog("via2", uri=endpoint2.uri, warehouse=warehouse)
+                via.create_namespace("ib")
+                for name in ("a", "b", "c"):
+                    table = via.create_table(f"ib.{name}", schema=schema)
+                    table.append(pa.table({"id": [1], "v": ["x"]}, schema=schema))
+                served, forwarded, reached = _read_workload(via, endpoint, relay)
+                waited = endpoint.stats.write_wait_seconds, endpoint.stats.write_waits
+                direct_s, via_s = _commit_times(direct, via, schema, commits)
+                waits = endpoint.stats.write_waits - waited[1]
+                wait_ms = 1e3 * (endpoint.stats.write_wait_seconds - waited[0]) / max(1, waits)
+                lost, race_s = _race_rounds(direct, via, via2, schema, rounds, sub2)
+                print(f"  endpoint calls: {endpoint.stats.summary()}")
+    finally:
+        catalogd.stop()
+        relay.close()
+        hms.stop()
+    return [
+        Result(
+            "PyIceberg read workload: read calls served from the cache",
+            100.0 * served / max(1, served + forwarded),
+            "%",
+            100.0,
+            goal="min",
+            note=f"{served} served, {forwarded} forwarded, {reached} calls reached HMS",
+        ),
+        Result(
+            "PyIceberg commit (append): endpoint / direct time",
+            via_s / direct_s,
+            "x",
+            1.2,
+            goal="max",
+            note=f"direct {direct_s * 1e3:.0f} ms, endpoint {via_s * 1e3:.0f} ms (median); "
+            f"read-your-writes wait {wait_ms:.0f} ms a commit (mean)",
+        ),
+        Result(
+            "PyIceberg commit without the read-your-writes wait: endpoint / direct",
+            (via_s - wait_ms / 1e3) / direct_s,
+            "x",
+            note="the locked path's own cost: forwarding lock, get_table, alter, unlock",
+        ),
+        Result(
+            f"PyIceberg two-writer race, {rounds} rounds: commits lost",
+            lost,
+            "commits",
+            0,
+            goal="max",
+            note=f"{race_s:.2f} s a round (2 commits, 1 retry)",
+        ),
+    ]
+
+
+def _read_workload(via: Any, endpoint: Any, relay: Any) -> tuple[int, int, int]:
+    """Reads (list, load, plan) through ``via``: (served, forwarded, calls reaching HMS)."""
+    from subscriber.metastore import framing
+
+    def reads(kinds: set[str]) -> int:
+        return sum(
+            n
+            for method, counts in endpoint.stats.by_method().items()
+            if not framing.is_write(method)
+            for kind, n in counts.items()
+            if kind in kinds
+        )
+
+    forwarded_kinds = {"locked", "stale", "unknown", "not_cached", "cannot_evaluate"}
+    served0, forwarded0 = reads({"served"}), reads(forwarded_kinds)
+    relay.reset()
+    for _ in range(5):
+        for ident in via.list_tables("ib"):
+            table = via.load_table(ident)
+            list(table.scan().plan_files())
+        via.list_namespaces()
+    reached = sum(relay.reset().values())
+    return reads({"served"}) - served0, reads(forwarded_kinds) - forwarded0, reached
+
+
+def _commit_times(direct: Any, via: Any, schema: Any, commits: int) -> tuple[float, float]:
+    import pyarrow as pa
+
+    times: dict[str, list[float]] = {"direct": [], "via": []}
+    for i in range(commits + 1):
+        # one table each: a commit of the other writer would make the next one race
+        for mode, cat, name in (("direct", direct, "ib.b"), ("via", via, "ib.a")):
+            table = cat.load_table(name)
+            rows = pa.table({"id": [i], "v": [mode]}, schema=schema)
+            started = time.perf_counter()
+            table.append(rows)
+            if i:  # the first of each: a warm-up
+                times[mode].append(time.perf_counter() - started)
+    return statistics.median(times["direct"]), statistics.median(times["via"])
+
+
+def _race_rounds(
+    direct: Any, via: Any, via2: Any, schema: Any, rounds: int, sub2: Any
+) -> tuple[int, float]:
+    """Rounds of: ``stale`` loads, ``other`` commits, ``stale`` commits. (lost, s/round)"""
+    import pyarrow as pa
+
+    via.create_table("ib.race", schema=schema)
+    deadline = time.monotonic() + 30
+    while not via2.table_exists("ib.race") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shapes = [(via, direct), (direct, via), (via, via2), (via2, via)]
+    lost = 0
+    started = time.monotonic()
+    for i in range(rounds):
+        stale, other = shapes[i % len(shapes)]
+        loaded = stale.load_table("ib.race")
+        other.load_table("ib.race").append(pa.table({"id": [2 * i], "v": ["o"]}, schema=schema))
+        loaded.append(pa.table({"id": [2 * i + 1], "v": ["s"]}, schema=schema))
+        ids = {r["id"] for r in direct.load_table("ib.race").scan().to_arrow().to_pylist()}
+        lost = 2 * (i + 1) - len(ids & set(range(2 * i + 2)))
+        if lost:
+            print(f"  round {i}: {lost} commit(s) lost")
+            break
+    return lost, (time.monotonic() - started) / max(1, rounds)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     add_shape_arguments(parser)
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per statement")
     parser.add_argument("--seconds", type=float, default=10.0, help="per throughput measure")
     parser.add_argument("--clients", type=int, default=8, help="concurrent Thrift clients")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--iceberg-only", action="store_true", help="only the PyIceberg part")
+    which.add_argument("--no-iceberg", action="store_true", help="skip the PyIceberg part")
+    parser.add_argument("--iceberg-commits", type=int, default=20, help="timed commits each")
+    parser.add_argument("--iceberg-rounds", type=int, default=52, help="two-writer race rounds")
     add_output_argument(parser)
     args = parser.parse_args(argv)
     results: list[Result] = []
     shape = shape_from(args)
-    with running_hms(args.data_dir, shape, batch=args.batch, build_results=results) as uri:
-        print(f"HMS endpoint vs HMS: {shape}; {cpu_note()}")
-        results += run(uri, args.repeats, args.seconds, args.clients)
+    if not args.iceberg_only:
+        with running_hms(args.data_dir, shape, batch=args.batch, build_results=results) as uri:
+            print(f"HMS endpoint vs HMS: {shape}; {cpu_note()}")
+            results += run(uri, args.repeats, args.seconds, args.clients)
+    if not args.no_iceberg:
+        print(f"PyIceberg through the HMS endpoint vs straight at HMS; {cpu_note()}")
+        results += run_iceberg(args.iceberg_commits, args.iceberg_rounds)
     return finish("Spark through the HMS endpoint vs straight at HMS", results, args)
 
 

@@ -266,8 +266,8 @@ def _field_line(f: Field, mod: str, first: str, with_req: bool = True) -> str:
     # No default for an optional field: thriftpy2 would fill it in on decode and
     # send it again on encode, so a proxy would add fields HMS never sent (an HMS
     # 2.3 Table would grow 3.x's ownerType and writeId). Presence is preserved.
-    keep = f.default is not None and f.req != "optional"
-    default = f" = {_type(f.default, mod)}" if keep else ""
+    keep = f.default if f.req != "optional" else None
+    default = f" = {_type(keep, mod)}" if keep is not None else ""
     since = f"  // HMS {f.since}+" if f.since != first else ""
     return f"{f.fid}: {req}{_type(f.type, mod)} {f.name}{default},{since}"
 

@@ -9,6 +9,9 @@ cache, everything else is forwarded to the real HMS. Parts:
 * :mod:`~subscriber.metastore.answers` (pure) -- read calls answered from a cache view;
 * :mod:`~subscriber.metastore.writes` (pure) -- what a forwarded write touched;
 * :mod:`~subscriber.metastore.replies` (pure) -- call arguments and replies the endpoint makes;
+* :mod:`~subscriber.metastore.session` (pure) -- the locks and transactions a connection holds;
+* :mod:`~subscriber.metastore.freshness` (pure) -- does a forwarded read show the cache behind?
+* :mod:`~subscriber.metastore.counters` -- calls per method, served or forwarded and why;
 * :mod:`~subscriber.metastore.upstream` -- one connection to the real HMS;
 * :mod:`~subscriber.metastore.endpoint` (threads) -- the server, policy and counters.
 

@@ -6,9 +6,11 @@
         --upstream thrift://hms:9083 [--databases a,b] [--max-lag 30] [--write-wait 10]
 
 Any HMS client on the host (Spark, Hive, Trino, the ``hive`` CLI) then uses
-``thrift://127.0.0.1:9083``. Logs go to stderr, with the per-method counters
-(served, forwarded, forwarded because stale, failed) every ``--stats-interval``
-seconds and at exit. SIGINT/SIGTERM stop it.
+``thrift://127.0.0.1:9083``. Logs go to stderr, with a counters line every
+``--stats-interval`` seconds and at exit: calls served from the cache and forwarded
+to HMS by reason (write, locked: the connection holds an HMS lock or transaction,
+stale, unknown method, not cached, cannot evaluate), in total and per method.
+SIGINT/SIGTERM stop it.
 """
 
 from __future__ import annotations
@@ -103,6 +105,6 @@ def run(args: argparse.Namespace) -> int:
         with endpoint:
             log.info("serving %s (cache version %d)", endpoint.uri, sub.version)
             while not stop.wait(args.stats_interval):
-                log.info("calls: %s", endpoint.stats.snapshot())
-            log.info("stopping; calls: %s", endpoint.stats.snapshot())
+                log.info("calls: %s", endpoint.stats.summary())
+            log.info("stopping; calls: %s", endpoint.stats.summary())
     return 0

@@ -16,6 +16,12 @@ Per call (binary protocol, unframed; see :mod:`subscriber.metastore.framing`):
 * a read in :attr:`CacheAnswers.methods` is answered from the cache while the
   cache is current or behind by at most ``max_lag_s`` (else it is forwarded,
   counted as *forwarded_stale*); an answer that cannot be exact is forwarded;
+* every read is forwarded while the connection holds an HMS lock or an open
+  transaction (a :class:`~subscriber.metastore.session.Session` per connection
+  follows them): a writer's read under its lock decides its commit;
+* a forwarded ``get_table`` whose answer shows the cache behind HMS makes catalogd
+  reload that table before the answer goes back
+  (:mod:`~subscriber.metastore.freshness`), as after a write;
 * ``set_ugi`` is answered here (HMS echoes the groups) and replayed
   on the upstream connection when one is opened; fb303's ``shutdown`` (a client
   closing) just closes the upstream connection; ``get_config_value`` is
@@ -27,7 +33,8 @@ Per call (binary protocol, unframed; see :mod:`subscriber.metastore.framing`):
   driver reads its own write. HMS unreachable: the write fails with a
   ``MetaException`` naming the endpoint and HMS's address.
 
-Bytes that are no Thrift message close that connection only.
+Bytes that are no Thrift message close that connection only. Counters per
+method and reason: :class:`~subscriber.metastore.counters.EndpointStats`.
 
 Why one module of over 400 lines: the connection threads, forwarding and read-your-
 writes wait share one connection lifecycle; answers, filters, framing and replies are
@@ -41,18 +48,20 @@ import itertools
 import logging
 import socket
 import threading
-from collections import Counter
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from thriftpy2.thrift import TException
 
 import idl
 from subscriber.cache import CacheView
-from subscriber.metastore import framing, replies
+from subscriber.metastore import framing, freshness, replies
 from subscriber.metastore.answers import CacheAnswers, Decode, Forward
+from subscriber.metastore.counters import EndpointStats, answers_reason, forward_reason
 from subscriber.metastore.methods import is_write
+from subscriber.metastore.session import LOCK_METHODS, Session
 from subscriber.metastore.upstream import Upstream, parse_uri
 from subscriber.metastore.writes import Target, resolve, touched
 from subscriber.protocol.errors import (
@@ -118,32 +127,6 @@ class EndpointConfig:
     call_timeout_s: float = 600.0
     partial_timeout_s: float = 30.0
     max_connections: int = 256
-
-
-class EndpointStats:
-    """Calls per method, by outcome. Thread-safe; read with :meth:`snapshot`."""
-
-    KINDS = ("served", "forwarded", "forwarded_stale", "failed")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts: dict[str, Counter[str]] = {k: Counter() for k in self.KINDS}
-        self.connections = 0
-        self.garbage = 0
-        self.write_waits_timed_out = 0
-
-    def add(self, kind: str, method: str) -> None:
-        with self._lock:
-            self._counts[kind][method] += 1
-
-    def snapshot(self) -> dict[str, dict[str, int]]:
-        """``{"served": {method: n}, "forwarded": ..., "forwarded_stale": ..., "failed": ...}``."""
-        with self._lock:
-            return {k: dict(v) for k, v in self._counts.items()}
-
-    def total(self, kind: str) -> int:
-        with self._lock:
-            return sum(self._counts[kind].values())
 
 
 class MetastoreEndpoint:
@@ -247,6 +230,7 @@ class MetastoreEndpoint:
             connect_timeout_s=self.config.connect_timeout_s,
             call_timeout_s=self.config.call_timeout_s,
         )
+        session = Session()
         buf = bytearray()
         try:
             while not self._stop.is_set():
@@ -261,7 +245,7 @@ class MetastoreEndpoint:
                     continue
                 message = bytes(buf[:end])
                 del buf[:end]
-                out = self._call(message, upstream)
+                out = self._call(message, upstream, session)
                 if out is not None:
                     client.sendall(out)
         except ProtocolError as exc:
@@ -278,8 +262,12 @@ class MetastoreEndpoint:
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _call(self, message: bytes, upstream: Upstream) -> bytes | None:
-        """The reply to one call message (None for a oneway call)."""
+    def _call(
+        self, message: bytes, upstream: Upstream, session: Session | None = None
+    ) -> bytes | None:
+        """The reply to one call message (None for a oneway call); ``session``: what
+        the calling connection holds (None: a connection of one call)."""
+        session = session if session is not None else Session()
         header = framing.read_header(message)
         assert header is not None  # message_end saw a whole message
         if header.type not in (framing.CALL, framing.ONEWAY):
@@ -300,43 +288,57 @@ class MetastoreEndpoint:
             self.stats.add("served", name)
             upstream.close()
             return None if header.type == framing.ONEWAY else framing.reply(name, seqid, b"\x00")
-        if name in self._answers.methods:
-            if self._sub.lag_seconds <= self.config.max_lag_s:
-                args = replies.decode_args(name, body)
-                try:
-                    result = self._answers.answer(self._sub.cache_view(), name, args)
-                except Forward as exc:
-                    log.debug("HMS endpoint: forwarding %s: %s", name, exc)
-                except TException as exc:
-                    self.stats.add("served", name)
-                    return replies.exception(name, seqid, exc)
-                except Exception:  # noqa: BLE001 - a bug here must not cost the answer
-                    log.exception("HMS endpoint: answering %s failed; forwarding it", name)
-                else:
-                    self.stats.add("served", name)
-                    return framing.reply(name, seqid, result)
-                kind = "forwarded"
-            else:
-                kind = "forwarded_stale"
+        if name not in self._answers.methods:
+            reason = forward_reason(name)
+        elif session.holding:
+            reason = "locked"
+        elif self._sub.lag_seconds > self.config.max_lag_s:
+            reason = "stale"
         else:
-            kind = "forwarded"
-        return self._forward(message, header, upstream, kind)
+            args = replies.decode_args(name, body)
+            try:
+                result = self._answers.answer(self._sub.cache_view(), name, args)
+            except Forward as exc:
+                log.debug("HMS endpoint: forwarding %s: %s", name, exc)
+                reason = answers_reason(exc)
+            except TException as exc:
+                self.stats.add("served", name)
+                return replies.exception(name, seqid, exc)
+            except Exception:  # noqa: BLE001 - a bug here must not cost the answer
+                log.exception("HMS endpoint: answering %s failed; forwarding it", name)
+                reason = "cannot_evaluate"
+            else:
+                self.stats.add("served", name)
+                return framing.reply(name, seqid, result)
+        return self._forward(message, header, upstream, session, reason)
 
     def _forward(
-        self, message: bytes, header: framing.Header, upstream: Upstream, kind: str
+        self,
+        message: bytes,
+        header: framing.Header,
+        upstream: Upstream,
+        session: Session,
+        reason: str,
     ) -> bytes | None:
         name = header.name
         write = is_write(name)
+        view = self._sub.cache_view() if name in freshness.CHECKED else None
         before = self._sub.cache_view() if write else None
         try:
             reply = upstream.call(message, oneway=header.type == framing.ONEWAY)
         except MetastoreUnavailableError as exc:
             self.stats.add("failed", name)
             log.warning("HMS endpoint: %s failed: %s", name, exc)
+            if name in LOCK_METHODS:
+                session.observe(name, message[header.body_start :], None)
             if header.type == framing.ONEWAY:
                 return None
             return replies.unavailable(name, header.seqid, f"catalogd HMS endpoint: {exc}")
-        self.stats.add(kind, name)
+        self.stats.forwarded(name, reason)
+        if name in LOCK_METHODS:
+            session.observe(name, message[header.body_start :], reply)
+        if reply is not None and view is not None:
+            self._catch_up(name, message[header.body_start :], reply, view)
         if reply is not None and before is not None and replies.succeeded(reply):
             targets = resolve(touched(name, message[header.body_start :]), before.by_database)
             if targets:
@@ -371,6 +373,21 @@ class MetastoreEndpoint:
             self._config_memo[body] = reply[reply_header.body_start :]
         return reply
 
+    def _catch_up(self, name: str, body: bytes, reply: bytes, view: CacheView) -> None:
+        """A forwarded read showed HMS ahead of the cache: reload what differs, and
+        wait for it, so this client's next cached read is not older than this one."""
+        if self._sub.lag_seconds > self.config.max_lag_s:
+            return  # the cache is not serving reads now anyway
+        try:
+            args = replies.decode_args(name, body)
+        except ProtocolError:
+            return
+        behind = tuple(freshness.behind(view, self._sub.decoder, name, args, reply))
+        if behind:
+            self.stats.stale_reloads += len(behind)
+            log.info("HMS endpoint: %s showed %s newer in HMS; reloading", name, behind)
+            self._read_your_write(name, behind, view)
+
     def _read_your_write(self, name: str, targets: tuple[Target, ...], before: CacheView) -> None:
         """Ask catalogd to reload every target and wait until the cache shows each
         changed (guesses at what an unknown method touched: reloaded, not awaited)."""
@@ -378,15 +395,16 @@ class MetastoreEndpoint:
         targets = tuple(t for t in targets if followed is None or t.db in followed)
         for target in targets:  # not cached here otherwise: nothing to wait for
             self._sub.request_reload(target.db, target.table)
-        marks = {t: _mark(before, t) for t in targets if not t.guess}
+        marks = {t: freshness.mark(before, t) for t in targets if not t.guess}
         if not marks:
             return
 
         def changed() -> bool:
             view = self._sub.cache_view()
-            return all(_mark(view, t) != mark for t, mark in marks.items())
+            return all(freshness.mark(view, t) != mark for t, mark in marks.items())
 
         what = f"{name} on {', '.join(map(str, marks))}"
+        started = time.monotonic()
         try:
             self._sub.wait_until(changed, self.config.write_wait_s, what)
         except CatalogTimeoutError:
@@ -397,20 +415,8 @@ class MetastoreEndpoint:
                 what,
                 self.config.write_wait_s,
             )
-
-
-def _mark(view: CacheView, target: Target) -> tuple[Any, ...]:
-    """What identifies the cached state of ``target``: changes when it changes."""
-    from subscriber.protocol.keys import database_key, table_key
-
-    if target.table is None:
-        entry = view.get(database_key(target.db))
-        return (entry.version if entry else None, id(view.keys_of(target.db)))
-    entry = view.get(table_key(target.db, target.table)) or view.get(
-        table_key(target.db, target.table, view=True)
-    )
-    parts = view.partitions.get(f"{target.db}.{target.table}")
-    return (entry.version if entry else None, id(parts) if parts is not None else None)
+        finally:
+            self.stats.count_wait(time.monotonic() - started)
 
 
 def _drain(client: socket.socket, buf: bytearray) -> None:

@@ -165,12 +165,3 @@ def application_exception(name: str, seqid: int, message: str, kind: int = 1) ->
     raw = message.encode()
     body = b"\x0b\x00\x01" + _I32.pack(len(raw)) + raw + b"\x08\x00\x02" + _I32.pack(kind) + b"\x00"
     return header_bytes(name, EXCEPTION, seqid) + body
-
-
-def is_write(name: str) -> bool:
-    """Whether a method may change the metastore (anything not a plain read)."""
-    return not name.startswith(_READ_PREFIXES) and name not in _READ_NAMES
-
-
-_READ_PREFIXES = ("get_", "list_", "show_", "check_", "partition_name_")
-_READ_NAMES = frozenset({"set_ugi", "getMetaConf", "getName", "getVersion", "getStatus"})

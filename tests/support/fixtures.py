@@ -8,6 +8,8 @@ Session-scoped fixtures (each started once, on first use, stopped at the end):
   made with Spark SQL the way users make them, plus roles, grants and a function
   made over Thrift where Spark cannot. Treat it as read-only: tests that write
   to ``hms`` use their own database names and drop them.
+* ``hms_locks`` -- an :class:`EmbeddedMetastore` on Derby whose locks and
+  transactions work (:mod:`support.hms_locks`: what PyIceberg commits need).
 * ``hms_postgres`` -- an :class:`EmbeddedMetastore` on a fresh PostgreSQL database
   (random name, dropped at the end).
 
@@ -32,6 +34,7 @@ import pytest
 
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore, PostgresBackend
+from support.hms_locks import start_locking_metastore
 from support.measurements import MEASUREMENTS, record_measurement
 from support.warehouse import WarehouseSpec, populate_warehouse
 
@@ -43,7 +46,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         names = set(getattr(item, "fixturenames", ()))
         if names & {"spark", "warehouse"}:
             item.add_marker(pytest.mark.spark)
-        if names & {"hms", "hms_client", "spark", "warehouse", "hms_postgres"}:
+        if names & {"hms", "hms_client", "spark", "warehouse", "hms_postgres", "hms_locks"}:
             item.add_marker(pytest.mark.hms)
         if "hms_postgres" in names:
             item.add_marker(pytest.mark.postgres)
@@ -75,6 +78,20 @@ def hms(
     with metastore:
         record_measurement("HMS start (Derby)", metastore.startup_seconds or 0.0, "s")
         yield metastore
+
+
+@pytest.fixture(scope="session")
+def hms_locks(
+    tmp_path_factory: pytest.TempPathFactory, hms_cache_dir: Path
+) -> Iterator[EmbeddedMetastore]:
+    started = time.monotonic()
+    data_dir = tmp_path_factory.mktemp("hms-locks")
+    metastore = start_locking_metastore(data_dir, cache_dir=hms_cache_dir)
+    try:
+        record_measurement("HMS start with locks (Derby, twice)", time.monotonic() - started, "s")
+        yield metastore
+    finally:
+        metastore.stop()
 
 
 @pytest.fixture

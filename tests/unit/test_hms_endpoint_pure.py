@@ -13,7 +13,7 @@ import idl
 from catalogd.conversion import objects as convert
 from catalogd.hms import builders
 from subscriber.cache import build_view
-from subscriber.metastore import filters, framing
+from subscriber.metastore import filters, framing, methods
 from subscriber.metastore.answers import CacheAnswers, Forward
 from subscriber.metastore.endpoint import EndpointConfig, MetastoreEndpoint
 from subscriber.metastore.upstream import Upstream
@@ -98,10 +98,10 @@ def _strings_result(values: list[str]) -> bytes:
 
 
 def test_write_classification() -> None:
-    assert not framing.is_write("get_partitions_by_filter")
-    assert not framing.is_write("set_ugi")
-    assert framing.is_write("create_table_with_environment_context")
-    assert framing.is_write("some_future_method")
+    assert not methods.is_write("get_partitions_by_filter")
+    assert not methods.is_write("set_ugi")
+    assert methods.is_write("create_table_with_environment_context")
+    assert methods.is_write("some_future_method")
 
 
 # -- filters ---------------------------------------------------------------------------

@@ -8,7 +8,14 @@ file. Pure: nothing here touches the file system or runs a process.
 
 Facts relied on (HMS 2.3.10 from the pyspark wheel, checked here):
 BoneCP is not in the
-pyspark wheel, so the connection pool is HikariCP.
+pyspark wheel, so the connection pool is HikariCP. HMS locks and transactions
+(``lock``, ``open_txns``: what PyIceberg and Iceberg's ``HiveTableOperations`` commit
+with) need :func:`lock_manager_properties`: the transaction handler's own pool is
+``datanucleus.connectionPoolingType`` and knows no HikariCP in 2.3 (dbcp is in the
+wheel), and on Derby the ``TXNS``/``HIVE_LOCKS``/``NEXT_LOCK_ID``... tables exist only
+after one start with ``hive.in.test=true`` that made a transaction call (the handler
+is created on first use); ``hive.in.test`` itself then refuses PyIceberg's lock
+request, so the HMS is started again without it.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ __all__ = [
     "DerbyBackend",
     "PostgresBackend",
     "hive_site_properties",
+    "lock_manager_properties",
     "render_hive_site",
     "render_log4j2",
 ]
@@ -123,6 +131,25 @@ def hive_site_properties(
     props["datanucleus.connectionPoolingType"] = "HikariCP"
     props["hive.metastore.warehouse.dir"] = warehouse_uri
     props.update(extra)
+    return props
+
+
+def lock_manager_properties(*, create_tables: bool = False) -> dict[str, str]:
+    """The settings of an HMS whose ``lock``/``open_txns`` calls work (pass as ``extra``).
+
+    ``create_tables``: also ``hive.in.test=true``, which makes the transaction handler
+    create its tables in an embedded Derby database on its first use; start once
+    with it, make one transaction call (``get_open_txns``), stop, and run without it.
+    """
+    props = {
+        "datanucleus.connectionPoolingType": "dbcp",
+        "hive.support.concurrency": "true",
+        "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
+        "hive.compactor.initiator.on": "false",
+        "hive.compactor.worker.threads": "0",
+    }
+    if create_tables:
+        props["hive.in.test"] = "true"
     return props
 
 
