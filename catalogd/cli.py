@@ -63,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="read the HMS backing database directly instead (a SQLAlchemy URL such as "
         "postgresql+psycopg://reader@host/metastore; HMS 2.3 schema)",
     )
-    dump.add_argument("--data-dir", type=Path, default=Path("data"), help="for the embedded HMS")
+    dump.add_argument(
+        "--data-dir", type=Path, default=Path("data"), metavar="DIR", help="for the embedded HMS"
+    )
     dump.add_argument("--json", action="store_true", help="one JSON object per catalog object")
 
     serve = commands.add_parser(
@@ -116,7 +118,7 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
             key.flag,
             dest=key.name,
             default=None,
-            metavar="VALUE",
+            metavar=key.metavar,
             help=f"{key.name}: {key.expected}",
         )
 
@@ -180,6 +182,10 @@ def _dump(args: argparse.Namespace) -> int:
             stack.callback(source.close)
             uri = source.address
         else:
+            if not args.hms:  # the embedded HMS: one catalogd per data directory
+                from catalogd.data_dir import DataDirLock
+
+                stack.enter_context(DataDirLock(args.data_dir))
             uri = open_metastore(stack, (args.hms,) if args.hms else (), args.data_dir)
             source = loader.ThriftSource(stack.enter_context(MetastoreClient(uri)))
         objects, stats = loader.load_catalog(source)

@@ -125,7 +125,7 @@ class Config:
 # -- value checks: typed value in, normalized value out, ValueError when impossible
 
 _HOST = r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.*-]+)"
-_ZMQ_TCP = re.compile(rf"tcp://{_HOST}:(\*|\d{{1,5}})")
+_ZMQ_TCP = re.compile(rf"(?:tcp://)?{_HOST}:(\*|\d{{1,5}})")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 _DB_URL = re.compile(r"[A-Za-z][A-Za-z0-9]*(\+[A-Za-z0-9_]+)?://\S*")
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -169,7 +169,7 @@ def _zmq(optional: bool) -> Callable[[str], str | None]:
         match = _ZMQ_TCP.fullmatch(value)
         if not match or (match.group(2) != "*" and not 0 < int(match.group(2)) < 65536):
             raise ValueError
-        return value
+        return value if value.startswith("tcp://") else f"tcp://{value}"  # HOST:PORT too
 
     return check
 
@@ -238,9 +238,18 @@ class Key:
     def env(self) -> str:
         return ENV_PREFIX + self.name.replace(".", "_").upper()
 
+    @property
+    def metavar(self) -> str:
+        """The flag's placeholder in ``--help`` (``URI``, ``DIR``, ``SECONDS``...)."""
+        return (
+            _METAVARS.get(self.name)
+            or _METAVARS.get(self.expected)
+            or ("N" if self.kind is int else "VALUE")
+        )
+
 
 _SECONDS = "a number of seconds > 0"
-_ZMQ = "a ZeroMQ address tcp://HOST:PORT (PORT 1-65535 or *)"
+_ZMQ = "a ZeroMQ address tcp://HOST:PORT or HOST:PORT (PORT 1-65535 or *)"
 _HMS = "Hive Metastore URIs like thrift://host:9083 (none: embedded HMS)"
 _HMS_DB = (
     "a SQLAlchemy URL of the HMS database like postgresql+psycopg://reader@host/metastore, "
@@ -250,6 +259,25 @@ _DB = 'a SQLAlchemy URL like postgresql+psycopg://user@host/db, or "" for SQLite
 DETECTION_MODES = ("auto", "events", "poll", "off")
 _DETECTION = "one of " + ", ".join(f'"{mode}"' for mode in DETECTION_MODES)
 _METRICS = 'HOST:PORT (PORT 0-65535, 0 picks a free one), or "" for no metrics'
+_METAVARS = {
+    _SECONDS: "SECONDS",
+    _ZMQ: "URI",
+    _ZMQ + ' or ""': "URI",
+    _HMS: "URI",
+    _HMS_DB: "URL",
+    _DB: "URL",
+    _DETECTION: "MODE",
+    _METRICS: "HOST:PORT",
+    "data_dir": "DIR",
+    "server.advertise_host": "HOST",
+    "detector.poll_max_calls_per_s": "RATE",
+    "files.tables": "DB[.TABLE],...",
+    "log.level": "LEVEL",
+    "log.format": "FORMAT",
+    "security.server_key": "FILE",
+    "security.subscriber_keys": "DIR",
+    "security.admin_keys": "DIR",
+}
 # fmt: off
 KEYS: tuple[Key, ...] = (
     Key("data_dir", str, _path, "a directory path", "--data-dir"),

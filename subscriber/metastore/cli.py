@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 from subscriber.api import CatalogSubscriber
+from subscriber.endpoints import parse_endpoints
 from subscriber.protocol.errors import CatalogError
 
 log = logging.getLogger("subscriber.metastore")
@@ -37,7 +38,10 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument(
         "--catalogd",
         required=True,
-        help="catalogd address, tcp://HOST:26500 (an HA pair: comma-separated, both tried)",
+        nargs="+",
+        metavar="URI",
+        help="catalogd address, tcp://HOST:26500 or HOST:26500; an HA pair: two, "
+        "separated by spaces or commas (as `watch` takes them)",
     )
     cmd.add_argument("--upstream", required=True, help="the real HMS, thrift://HOST:9083")
     cmd.add_argument("--listen", default="127.0.0.1:9083", help="HOST:PORT to serve on")
@@ -74,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         sub = CatalogSubscriber(
-            [e.strip() for e in args.catalogd.split(",") if e.strip()],
+            parse_endpoints(args.catalogd),
             databases=databases,
             server_key=args.server_key,
             client_key=args.key,

@@ -1,0 +1,214 @@
+"""An operator's first day (issue 23): misuse gets a clear answer at once, from the real
+commands against a real catalogd (session HMS) and real sockets.
+
+Each test drives ``catalogd`` or ``python -m subscriber`` as a process: a second
+daemon on a data directory, taken ports, endpoints without ``tcp://``, the admin
+client pointed at the subscriber port, a partition spec given as a list, help texts.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.catalogd_process import CatalogdProcess
+
+import idl
+from catalogd.addresses import free_port
+from catalogd.hms.builders import thrift_partitions, thrift_table
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
+from subscriber.api import CatalogSubscriber
+from subscriber.protocol.errors import InvalidRequestError
+
+pytestmark = [pytest.mark.hms, pytest.mark.timeout(300)]
+hms_thrift = idl.hive_metastore
+
+
+def run(*args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``python -m ARGS`` (without CATALOGD_* variables); the result and its seconds."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CATALOGD_")}
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+    return result, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def db(hms: EmbeddedMetastore) -> str:
+    name = f"day_{uuid.uuid4().hex[:6]}"
+    with MetastoreClient(hms.uri) as client:
+        client.raw.create_database(
+            hms_thrift.Database(
+                name=name,
+                description="",
+                locationUri=f"file:{hms.warehouse_dir}/{name}.db",
+                parameters={},
+            )
+        )
+        table = thrift_table(
+            name,
+            "events",
+            f"file:{hms.warehouse_dir}/{name}.db/events",
+            columns=[("id", "bigint")],
+            partition_keys=[("region", "string")],
+        )
+        client.raw.create_table(table)
+        client.raw.add_partitions(thrift_partitions(table, [("eu",), ("us",)]))
+    return name
+
+
+@pytest.fixture(scope="module")
+def server(
+    hms: EmbeddedMetastore, db: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CatalogdProcess]:
+    proc = CatalogdProcess(
+        hms.uri, tmp_path_factory.mktemp("first-day"), extra=["--change-detection", "off"]
+    ).start()
+    proc.wait_loaded()
+    yield proc
+    proc.stop()
+
+
+def serve(data_dir: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``catalogd serve`` on the embedded default (slow to start, unless refused first)."""
+    args = ["--data-dir", str(data_dir), "--pub-bind", "tcp://127.0.0.1:*"]
+    if "--bind" not in extra:
+        args += ["--bind", f"tcp://127.0.0.1:{free_port()}"]
+    if "--admin-bind" not in extra:
+        args += ["--admin-bind", f"tcp://127.0.0.1:{free_port()}"]
+    return run("catalogd.cli", "serve", *args, *extra)
+
+
+def test_a_second_catalogd_on_a_data_directory_is_refused_at_once(
+    server: CatalogdProcess,
+) -> None:
+    assert server.proc is not None
+    result, seconds = serve(server.data_dir)  # embedded HMS: would start a JVM
+    assert result.returncode != 0
+    assert (
+        f"data directory {server.data_dir} is in use by another catalogd "
+        f"(pid {server.proc.pid})" in result.stderr
+    ), result.stderr
+    assert "Hive Metastore" not in result.stderr  # refused before any HMS started
+    assert "Traceback" not in result.stderr
+    assert seconds < 15  # the interpreter's start-up; the refusal itself is milliseconds
+
+
+@pytest.mark.parametrize("flag", ["--bind", "--admin-bind", "--pub-bind"])
+def test_a_taken_port_is_named_by_its_flag_before_anything_slow(tmp_path: Path, flag: str) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result, seconds = serve(tmp_path / "data", flag, f"tcp://127.0.0.1:{port}")
+    assert result.returncode != 0
+    assert f"{flag} 127.0.0.1:{port} is already in use" in result.stderr, result.stderr
+    assert "another catalogd may be running" in result.stderr
+    assert "Hive Metastore" not in result.stderr and "Traceback" not in result.stderr
+    assert seconds < 15
+
+
+def test_admin_takes_host_port_and_refuses_other_schemes(server: CatalogdProcess) -> None:
+    admin = f"127.0.0.1:{server.admin_port}"
+    result, _ = run("catalogd.cli", "admin", "--endpoint", admin, "status")
+    assert result.returncode == 0, result.stderr
+    assert "service id" in result.stdout
+    result, seconds = run("catalogd.cli", "admin", "--endpoint", "thrift://127.0.0.1:1", "status")
+    assert result.returncode == 2, result.stderr
+    assert "tcp://HOST:PORT" in result.stderr and "Traceback" not in result.stderr
+    assert seconds < 15
+
+
+def test_admin_at_the_subscriber_port_says_so(server: CatalogdProcess) -> None:
+    result, seconds = run(
+        "catalogd.cli", "admin", "--endpoint", server.endpoint, "--timeout", "20", "status"
+    )
+    assert result.returncode != 0
+    assert "subscriber endpoint" in result.stderr and "26502" in result.stderr, result.stderr
+    assert seconds < 15
+
+
+def test_admin_where_nothing_listens_says_so_within_seconds() -> None:
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    result, seconds = run("catalogd.cli", "admin", "--endpoint", endpoint, "status")
+    assert result.returncode == 3
+    assert f"nothing answered at {endpoint}" in result.stderr, result.stderr
+    assert "--admin-bind" in result.stderr
+    assert seconds < 20  # not the 60 s request timeout
+
+
+def test_cache_pool_list_when_empty(server: CatalogdProcess) -> None:
+    result, _ = run(
+        "catalogd.cli", "admin", "--endpoint", server.admin_endpoint, "cache-pool", "list"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "no cache pools"
+
+
+def test_subscriber_takes_host_port_and_refuses_garbage(server: CatalogdProcess, db: str) -> None:
+    with CatalogSubscriber(f"127.0.0.1:{server.port}") as sub:
+        sub.wait_synced(30)
+        assert db in sub.list_databases()
+        sub.get_table(f"{db}.events", load=True)
+        assert len(sub.list_partitions(f"{db}.events", {"region": "eu"})) == 1
+        with pytest.raises(InvalidRequestError, match="a partition spec is a mapping"):
+            sub.list_partitions(f"{db}.events", ["eu"])  # type: ignore[arg-type]
+    for bad in ("thrift://127.0.0.1:9083", "127.0.0.1", "127.0.0.1:99999", ""):
+        with pytest.raises(InvalidRequestError, match="tcp://HOST:PORT"):
+            CatalogSubscriber(bad)
+
+
+def test_watch_and_metastore_take_endpoints_alike(server: CatalogdProcess) -> None:
+    for args in (
+        ["watch", "thrift://127.0.0.1:1"],
+        ["metastore", "--catalogd", "thrift://127.0.0.1:1", "--upstream", "thrift://h:9083"],
+    ):
+        result, seconds = run("subscriber", *args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "tcp://HOST:PORT" in result.stderr and "Traceback" not in result.stderr
+        assert seconds < 15
+    # Both: HOST:PORT, several as separate arguments or comma-separated.
+    help_watch = run("subscriber", "watch", "--help")[0].stdout
+    help_metastore = run("subscriber", "metastore", "--help")[0].stdout
+    for text in (" ".join(help_watch.split()), " ".join(help_metastore.split())):
+        assert "HOST:PORT" in text and "spaces or commas" in text
+
+
+def test_watch_says_where_it_stands_between_changes(server: CatalogdProcess) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "subscriber", "watch", f"127.0.0.1:{server.port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(2)]
+        assert lines[0].startswith("# synced to tcp://127.0.0.1:"), lines
+        assert lines[1].startswith("# synced at version "), lines
+        assert lines[1].strip().endswith("waiting for changes"), lines
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_help_describes_every_command_with_named_placeholders() -> None:
+    top = run("subscriber", "--help")[0].stdout
+    assert "watch" in top and "metastore" in top
+    assert "HMS Thrift endpoint" in top  # the description covers both commands
+    for args in (["serve", "--help"], ["config", "show", "--help"], ["dump", "--help"]):
+        text = run("catalogd.cli", *args)[0].stdout
+        assert "VALUE" not in text, args
+    serve_help = run("catalogd.cli", "serve", "--help")[0].stdout
+    for flag in ("--data-dir DIR", "--bind URI", "--poll-interval SECONDS", "--hms URI"):
+        assert flag in serve_help, flag
