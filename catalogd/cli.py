@@ -163,7 +163,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_OK
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] in ("catalogd", "subscriber", "idl"):
+            raise
+        print(_missing_dependency(args.command, exc.name), file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_USAGE
+
+
+def _missing_dependency(command: str, module: str) -> str:
+    """What to install when ``catalogd COMMAND`` lacks a daemon dependency (a
+    subscriber-only install: ``pip install --no-deps catalogd``)."""
+    return (
+        f"catalogd: `catalogd {command}` needs the daemon's dependencies and {module} is "
+        "not installed (a subscriber-only install?): pip install catalogd (not --no-deps); "
+        "add the [spark] extra for the embedded Hive Metastore"
+    )
 
 
 def _dump(args: argparse.Namespace) -> int:
