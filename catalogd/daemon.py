@@ -78,6 +78,26 @@ def serve(
         raise
     signals = signals or Signals()
     signals.install()
+    signals.interrupting = True  # Ctrl-C or SIGTERM while starting: stop at once
+    try:
+        return _serve(config, environ, reload_config, demo, signals, security, workers, lock)
+    except KeyboardInterrupt:
+        if not signals.stop.is_set():
+            raise
+        log.info("stopped during start-up")
+        return 0
+
+
+def _serve(
+    config: Config,
+    environ: Mapping[str, str],
+    reload_config: Callable[[], Config] | None,
+    demo: bool,
+    signals: Signals,
+    security: Security,
+    workers: LoadWorkers | None,
+    lock: DataDirLock,
+) -> int:
     with ExitStack() as stack:
         stack.callback(lock.release)
         if workers is not None:
@@ -94,6 +114,7 @@ def serve(
         daemon.start_serving()
         daemon.start_admin()
         daemon.start_detection()
+        signals.interrupting = False  # started: from here a stop is graceful
         daemon.announce(daemon.take_over_if_standby())
         supervise(daemon.supervised(reload_config))
         daemon.stop_accepting()

@@ -33,7 +33,7 @@ from catalogd.loading.table_loader import TableLoader
 from catalogd.loading.workers import LoadWorkers
 from catalogd.metrics import Metrics
 from catalogd.notify import Notifier
-from catalogd.runtime_info import Facts, Reports, RuntimeInfo
+from catalogd.runtime_info import Facts, Health, Reports, RuntimeInfo
 from catalogd.security.authenticator import ADMIN, SUBSCRIBERS
 from catalogd.security.runtime import Security
 from catalogd.server.thread import CatalogServer, ServerConfig
@@ -195,8 +195,11 @@ class Startup:
             log.warning("loading privileges failed (retried by the poller): %s", exc)
         names_s = time.monotonic() - self.started
         self.progress = LoadProgress(_partition_counter(ops) if config.hms.db_url else None)
+        detecting = config.detector.mode != "off"
         self.info = RuntimeInfo(
             facts=Facts(hms_address=self.uri, names_published_s=names_s),
+            # until the detector's first cycle says "events" or "poll"
+            health=Health(detector="starting" if detecting else "off"),
             reports=Reports(
                 security=self.security.status,
                 ha=None if keeper is None else functools.partial(ha_node.describe, keeper),

@@ -9,6 +9,7 @@ client pointed at the subscriber port, a partition spec given as a list, help te
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 from support.catalogd_process import CatalogdProcess
 
 import idl
@@ -25,6 +27,8 @@ from catalogd.addresses import free_port
 from catalogd.hms.builders import thrift_partitions, thrift_table
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
+from catalogd.hms.embedded.jvm import MAIN_CLASS
+from catalogd.hms.embedded.lifeline import holders
 from subscriber.api import CatalogSubscriber
 from subscriber.protocol.errors import InvalidRequestError
 
@@ -212,3 +216,37 @@ def test_help_describes_every_command_with_named_placeholders() -> None:
     serve_help = run("catalogd.cli", "serve", "--help")[0].stdout
     for flag in ("--data-dir DIR", "--bind URI", "--poll-interval SECONDS", "--hms URI"):
         assert flag in serve_help, flag
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_during_start_up_stops_at_once(tmp_path: Path, signum: int) -> None:
+    """Sent while the embedded HMS starts: no waiting for it, nothing published, no JVM left."""
+    data_dir = tmp_path / "data"
+    log_path = tmp_path / "serve.log"
+    args = ["--data-dir", str(data_dir), "--pub-bind", "tcp://127.0.0.1:*"]
+    args += ["--bind", f"tcp://127.0.0.1:{free_port()}"]
+    args += ["--admin-bind", f"tcp://127.0.0.1:{free_port()}", "--demo"]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "catalogd.cli", "serve", *args], stdout=log, stderr=log
+        )
+    try:
+        wait_until(
+            lambda: "starting the embedded Hive Metastore" in log_path.read_text(),
+            timeout=60,
+            what="the embedded HMS to start starting",
+        )
+        time.sleep(0.5)  # inside the HMS start, which takes seconds
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        assert proc.wait(30) == 0
+        seconds = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    text = log_path.read_text()
+    assert "stopped during start-up" in text, text[-2000:]
+    assert "initial catalog published" not in text and "Traceback" not in text
+    assert seconds < 10, seconds  # the JVM's stop, not its start and the first publish
+    assert holders((data_dir / "hms").resolve(), MAIN_CLASS) == []

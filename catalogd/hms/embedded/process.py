@@ -182,7 +182,11 @@ class EmbeddedMetastore:
     # -- lifecycle
 
     def __enter__(self) -> EmbeddedMetastore:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:  # Ctrl-C while it starts: no JVM left behind
+            self.stop()
+            raise
 
     def __exit__(
         self,
