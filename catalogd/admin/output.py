@@ -22,8 +22,9 @@ def format_status(detail: Mapping[str, Any]) -> str:
     """A short summary of ``status``'s detail (the dict the server sends as JSON).
 
     Version, service id, uptime, object counts, loading progress, HMS health,
-    change detection, HA (role, epoch, lease expiry, peers) and each subscriber's lag. Keys it does not know are left
-    to ``--json``; keys missing from ``detail`` print as ``?``.
+    change detection, HA (role, epoch, lease expiry, peers) and each subscriber's
+    lag. Keys it does not know are left to ``--json``; keys missing from ``detail``
+    print as ``?``.
     """
     rows: list[tuple[str, str]] = []
     version = detail.get("version")
