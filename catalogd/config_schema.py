@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalogd.addresses import DEFAULT_ADMIN_PORT, DEFAULT_PORT, parse_metastore_uri
+from catalogd.addresses import (
+    DEFAULT_ADMIN_PORT,
+    DEFAULT_EMBEDDED_HMS_PORT,
+    DEFAULT_PORT,
+    parse_metastore_uri,
+)
 from subscriber.protocol.errors import InvalidRequestError
 
 DEFAULT_PATH = Path("/etc/catalogd/catalogd.toml")
@@ -34,6 +39,7 @@ class HmsConfig:
     timeout_s: float = 60.0
     retries: int = 3
     db_url: str = ""  # the HMS backing database, read directly (catalogd.sources.sql)
+    embedded_port: int = DEFAULT_EMBEDDED_HMS_PORT  # the embedded HMS's port; 0: a free one
 
 
 @dataclass(frozen=True)
@@ -269,6 +275,7 @@ _METAVARS = {
     _DETECTION: "MODE",
     _METRICS: "HOST:PORT",
     "data_dir": "DIR",
+    "hms.embedded_port": "PORT",
     "server.advertise_host": "HOST",
     "detector.poll_max_calls_per_s": "RATE",
     "files.tables": "DB[.TABLE],...",
@@ -285,6 +292,9 @@ KEYS: tuple[Key, ...] = (
     Key("hms.timeout_s", float, _positive, _SECONDS, "--hms-timeout"),
     Key("hms.retries", int, _count(0, 100), "an integer from 0 to 100", "--hms-retries"),
     Key("hms.db_url", str, _db_url, _HMS_DB, "--hms-db"),
+    Key("hms.embedded_port", int, _count(0, 65535),
+        "a port from 1 to 65535 (taken: a free one, warned about), or 0 for a free one",
+        "--embedded-hms-port"),
     Key("server.bind", str, _zmq(False), _ZMQ, "--bind"),
     Key("server.pub_bind", str, _zmq(True), _ZMQ + ' or ""', "--pub-bind"),
     Key("server.admin_bind", str, _zmq(False), _ZMQ, "--admin-bind"),

@@ -91,7 +91,11 @@ class Startup:
             self.uri = SqlSource(hms.db_url).address  # no HMS needed to read the catalog
         else:
             self.uri = open_metastore(
-                self.stack, hms.uris, self.config.data_dir, supervised=self.embedded.append
+                self.stack,
+                hms.uris,
+                self.config.data_dir,
+                supervised=self.embedded.append,
+                port=hms.embedded_port,
             )
         if demo:
             create_demo(self.uri, self.config.data_dir, hms.timeout_s)

@@ -9,6 +9,7 @@ client pointed at the subscriber port, a partition spec given as a list, help te
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -178,6 +179,12 @@ def test_watch_and_metastore_take_endpoints_alike(server: CatalogdProcess) -> No
         assert result.returncode == 2, (args, result.stderr)
         assert "tcp://HOST:PORT" in result.stderr and "Traceback" not in result.stderr
         assert seconds < 15
+    # No --upstream: the embedded HMS's default address, if something listens there.
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 26503)) != 0:
+            result, _ = run("subscriber", "metastore", "--catalogd", server.endpoint)
+            assert result.returncode == 2, result.stderr
+            assert "nothing listens at thrift://127.0.0.1:26503: give --upstream" in result.stderr
     # Both: HOST:PORT, several as separate arguments or comma-separated.
     help_watch = run("subscriber", "watch", "--help")[0].stdout
     help_metastore = run("subscriber", "metastore", "--help")[0].stdout
@@ -226,6 +233,7 @@ def test_a_stop_during_start_up_stops_at_once(tmp_path: Path, signum: int) -> No
     args = ["--data-dir", str(data_dir), "--pub-bind", "tcp://127.0.0.1:*"]
     args += ["--bind", f"tcp://127.0.0.1:{free_port()}"]
     args += ["--admin-bind", f"tcp://127.0.0.1:{free_port()}", "--demo"]
+    args += ["--embedded-hms-port", "0"]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "catalogd.cli", "serve", *args], stdout=log, stderr=log
@@ -250,3 +258,30 @@ def test_a_stop_during_start_up_stops_at_once(tmp_path: Path, signum: int) -> No
     assert "initial catalog published" not in text and "Traceback" not in text
     assert seconds < 10, seconds  # the JVM's stop, not its start and the first publish
     assert holders((data_dir / "hms").resolve(), MAIN_CLASS) == []
+
+
+def test_the_embedded_hms_keeps_its_port_and_says_where(tmp_path: Path) -> None:
+    """A configured port (default 26503; tests pick a free one) survives a restart, is
+    logged and shown by ``admin status``; taken, a free port is used and warned about."""
+    port = free_port()
+    uri = f"thrift://127.0.0.1:{port}"
+    data_dir = tmp_path / "data"
+    for _ in range(2):  # the same address after a restart
+        proc = CatalogdProcess("", data_dir, extra=["--embedded-hms-port", str(port)]).start(180)
+        try:
+            assert f"embedded Hive Metastore listening at {uri}" in proc.log_tail(100_000)
+            result, _ = run("catalogd.cli", "admin", "--endpoint", proc.admin_endpoint, "status")
+            assert re.search(rf"^HMS\s+{re.escape(uri)}, healthy", result.stdout, re.M), (
+                result.stdout
+            )
+        finally:
+            assert proc.stop() == 0
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        busy = taken.getsockname()[1]
+        proc = CatalogdProcess("", data_dir, extra=["--embedded-hms-port", str(busy)]).start(180)
+        try:
+            assert f"port {busy} (hms.embedded_port, --embedded-hms-port) is taken" in (
+                proc.log_tail(100_000)
+            )
+        finally:
+            assert proc.stop() == 0
