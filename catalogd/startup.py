@@ -105,6 +105,8 @@ class Startup:
         config = self.config
         private_sqlite_file(config.state.url)
         store = self.stack.enter_context(StateStore.open(config.state.url))
+        # Another catalogd on this store without HA (or this one without): refused.
+        self.stack.callback(store.claim_writer(ha=config.ha.enabled).release)
         self.security.on_refused = lambda domain, address, name, reason: record_refusal(
             store, domain, address, name, reason
         )

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from polling import wait_until
 from support.catalogd_process import CatalogdProcess
+from support.databases import scratch_database
 
 import idl
 from catalogd.addresses import free_port
@@ -285,3 +286,39 @@ def test_the_embedded_hms_keeps_its_port_and_says_where(tmp_path: Path) -> None:
             )
         finally:
             assert proc.stop() == 0
+
+
+@pytest.mark.postgres
+def test_two_catalogd_on_one_shared_state_store_without_ha(
+    hms: EmbeddedMetastore, tmp_path: Path
+) -> None:
+    """The second is refused, naming the store and --ha; once the first is killed -9
+    (no goodbye), the store is free again."""
+    with scratch_database("postgresql", "first_day") as url:
+        first = CatalogdProcess(hms.uri, tmp_path / "a", extra=["--state-db", url]).start()
+        try:
+            result, seconds = run(
+                "catalogd.cli",
+                "serve",
+                "--hms",
+                hms.uri,
+                "--state-db",
+                url,
+                "--data-dir",
+                str(tmp_path / "b"),
+                "--bind",
+                f"tcp://127.0.0.1:{free_port()}",
+                "--pub-bind",
+                "tcp://127.0.0.1:*",
+                "--admin-bind",
+                f"tcp://127.0.0.1:{free_port()}",
+            )
+            assert result.returncode != 0
+            assert "is in use by another catalogd" in result.stderr, result.stderr[-2000:]
+            assert "--ha" in result.stderr and "Traceback" not in result.stderr
+            assert "initial catalog published" not in result.stderr
+            assert seconds < 30
+        finally:
+            first.kill()
+        second = CatalogdProcess(hms.uri, tmp_path / "b", extra=["--state-db", url]).start()
+        assert second.stop() == 0
