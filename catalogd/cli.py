@@ -67,6 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir", type=Path, default=Path("data"), metavar="DIR", help="for the embedded HMS"
     )
     dump.add_argument("--json", action="store_true", help="one JSON object per catalog object")
+    dump.add_argument(
+        "--progress-interval",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="progress (tables done, rate, ETA) on stderr after this long, then on a "
+        "terminal one line redrawn, elsewhere a line every SECONDS (default 2)",
+    )
 
     serve = commands.add_parser(
         "serve",
@@ -187,6 +195,7 @@ def _dump(args: argparse.Namespace) -> int:
     from catalogd.core.catalog import Catalog
     from catalogd.hms.client import MetastoreClient
     from catalogd.hms.connection import open_metastore
+    from catalogd.loading.meter import ProgressMeter
     from subscriber.protocol.keys import object_type_of
 
     with ExitStack() as stack:
@@ -203,7 +212,16 @@ def _dump(args: argparse.Namespace) -> int:
                 stack.enter_context(DataDirLock(args.data_dir))
             uri = open_metastore(stack, (args.hms,) if args.hms else (), args.data_dir)
             source = loader.ThriftSource(stack.enter_context(MetastoreClient(uri)))
-        objects, stats = loader.load_catalog(source)
+        meter = ProgressMeter(
+            "loading", "tables", sys.stderr, interval_s=max(0.0, args.progress_interval)
+        )
+        objects, stats = loader.load_catalog(
+            source,
+            progress=lambda done, total, so_far: meter.update(
+                done, total, f"{so_far.partitions:,} partitions"
+            ),
+        )
+        meter.finish()
     catalog = Catalog()
     catalog.commit(convert.encode_all(objects))
     out = sys.stdout

@@ -322,3 +322,14 @@ def test_two_catalogd_on_one_shared_state_store_without_ha(
             first.kill()
         second = CatalogdProcess(hms.uri, tmp_path / "b", extra=["--state-db", url]).start()
         assert second.stop() == 0
+
+
+def test_dump_shows_progress_on_stderr(server: CatalogdProcess, hms: EmbeddedMetastore) -> None:
+    """Not a terminal here: plain lines (rate, ETA), stdout left to the result."""
+    result, _ = run("catalogd.cli", "dump", "--hms", hms.uri, "--json", "--progress-interval", "0")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("loading: ")]
+    assert lines, result.stderr
+    assert re.fullmatch(r"loading: [\d,]+/[\d,]+ tables \(\d+%\), [\d,]+ tables/s.*", lines[0])
+    assert "\r" not in result.stderr
+    assert all(line.startswith("{") for line in result.stdout.splitlines())
