@@ -94,8 +94,12 @@ def run(args: argparse.Namespace) -> int:
     conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
     if len(conf) != len(args.conf):
         raise InvalidRequestError("--conf takes KEY=VALUE")
-    spark = spark_session(args.master, uri, conf=conf)
+    # A person at a terminal sees each phase and Spark's own stage progress bar.
+    tty = sys.stderr.isatty()
+    _phase(tty, f"starting Spark ({args.master or 'spark.master or local[*]'})")
+    spark = spark_session(args.master, uri, conf=conf, console_progress=tty)
     try:
+        _phase(tty, f"computing statistics of {name} ({time.monotonic() - started:.1f}s so far)")
         with MetastoreClient(uri) as client:
             report = run_job(
                 spark,
@@ -125,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         if args.sync:
             fields.update(sync=True, sync_timeout_ms=int(args.sync_timeout * 1000))
         timeout = args.timeout + (args.sync_timeout if args.sync else 0)
+        _phase(tty, f"publishing through catalogd at {args.endpoint}")
         admin = AdminClient(args.endpoint, timeout_s=timeout)
         answer = response_dict(admin.call(idl.catalog_service.TAdminCommand.REFRESH, **fields))
         out["version"] = answer["version"]
@@ -144,3 +149,9 @@ def run(args: argparse.Namespace) -> int:
             f"in {out['seconds']:.1f}s"
         )
     return code
+
+
+def _phase(tty: bool, text: str) -> None:
+    """One line on stderr (a terminal only: stdout is the result, logs stay quiet)."""
+    if tty:
+        print(f"stats: {text}", file=sys.stderr, flush=True)

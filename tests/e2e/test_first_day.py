@@ -333,3 +333,41 @@ def test_dump_shows_progress_on_stderr(server: CatalogdProcess, hms: EmbeddedMet
     assert re.fullmatch(r"loading: [\d,]+/[\d,]+ tables \(\d+%\), [\d,]+ tables/s.*", lines[0])
     assert "\r" not in result.stderr
     assert all(line.startswith("{") for line in result.stdout.splitlines())
+
+
+@pytest.mark.spark
+def test_stats_compute_shows_its_phases_on_a_terminal(hms: EmbeddedMetastore, db: str) -> None:
+    """Under a pseudo-terminal: each phase on stderr (and Spark's progress bar is on)."""
+    import pty
+
+    parent, child = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "catalogd.cli", "stats", "compute", f"{db}.events"]
+            + ["--hms", hms.uri, "--master", "local[1]", "--no-refresh", "--json"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=child,
+            env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        )
+        os.close(child)
+        child = -1
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(parent, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        out, _ = proc.communicate(timeout=240)
+    finally:
+        os.close(parent)
+        if child >= 0:
+            os.close(child)
+    text = seen.decode(errors="replace")
+    assert proc.returncode == 0, text[-3000:]
+    assert "stats: starting Spark (local[1])" in text
+    assert f"stats: computing statistics of {db}.events" in text
+    assert out.decode().strip().startswith("{")  # stdout: the result only
