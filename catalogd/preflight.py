@@ -11,6 +11,7 @@ real bind); the real bind still fails then, only later.
 
 from __future__ import annotations
 
+import errno
 import socket
 from collections.abc import Iterator
 
@@ -64,7 +65,7 @@ def check_bindable(flag: str, host: str, port: int) -> None:
         try:
             sock.bind(address)
         except OSError as exc:
-            if exc.errno == 98:  # EADDRINUSE
+            if exc.errno == errno.EADDRINUSE:
                 raise ConflictError(
                     f"{flag} {host}:{port} is already in use: another catalogd may be "
                     f"running (see `catalogd admin status`); stop it, or give this one "

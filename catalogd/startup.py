@@ -201,11 +201,9 @@ class Startup:
             log.warning("loading privileges failed (retried by the poller): %s", exc)
         names_s = time.monotonic() - self.started
         self.progress = LoadProgress(_partition_counter(ops) if config.hms.db_url else None)
-        detecting = config.detector.mode != "off"
         self.info = RuntimeInfo(
             facts=Facts(hms_address=self.uri, names_published_s=names_s),
-            # until the detector's first cycle says "events" or "poll"
-            health=Health(detector="starting" if detecting else "off"),
+            health=Health.at_start(config.detector.mode),
             reports=Reports(
                 security=self.security.status,
                 ha=None if keeper is None else functools.partial(ha_node.describe, keeper),

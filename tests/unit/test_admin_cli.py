@@ -347,3 +347,12 @@ def test_status_summary_shows_ha_role_epoch_lease_and_peers() -> None:
         "standby; active: node-a (epoch 3, tcp://a:26500), lease expires in 2.41s"
     )
     assert "HA" not in rows(format_status(STATUS))  # HA off: no HA rows
+
+
+def test_change_detection_says_starting_until_its_first_cycle() -> None:
+    from catalogd.runtime_info import Health
+
+    for mode in ("auto", "events", "poll"):
+        detail = {**STATUS, "change_detection": Health.at_start(mode).detector}
+        assert rows(format_status(detail))["change detection"] == "starting"
+    assert Health.at_start("off").detector == "off"
