@@ -130,6 +130,11 @@ def test_admin_takes_host_port_and_refuses_other_schemes(server: CatalogdProcess
     assert result.returncode == 2, result.stderr
     assert "tcp://HOST:PORT" in result.stderr and "Traceback" not in result.stderr
     assert seconds < 15
+    # stats compute checks its --endpoint the same way, before starting Spark
+    bad = ["compute", "a.b", "--hms", "thrift://127.0.0.1:1", "--endpoint", "thrift://x:1"]
+    result, seconds = run("catalogd.cli", "stats", *bad)
+    assert result.returncode == 2 and "tcp://HOST:PORT" in result.stderr, result.stderr
+    assert seconds < 15
 
 
 def test_admin_at_the_subscriber_port_says_so(server: CatalogdProcess) -> None:
