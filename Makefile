@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast bench lint venv system clean
+.PHONY: run status watch test test-fast bench lint venv system clean
 
 venv: $(STAMP)
 
@@ -17,6 +17,14 @@ $(STAMP): pyproject.toml
 ## catalogd on the embedded default: a local HMS (Derby) with a demo warehouse, served on :26500
 run: venv
 	$(BIN)/catalogd serve --demo
+
+## what the running catalogd reports (version, HMS, loading, HA, subscribers)
+status: venv
+	$(BIN)/catalogd admin status
+
+## every change the local catalogd publishes, as a Spark driver's cache applies it
+watch: venv
+	$(BIN)/python -m subscriber watch 127.0.0.1:26500
 
 ## the whole test suite; runs `make system` first only when a system package or server is missing
 test: venv

@@ -14,6 +14,7 @@ from subscriber.protocol.errors import InvalidRequestError
 
 __all__ = [
     "DEFAULT_ADMIN_PORT",
+    "DEFAULT_EMBEDDED_HMS_PORT",
     "DEFAULT_PORT",
     "free_port",
     "next_port_endpoint",
@@ -24,6 +25,10 @@ DEFAULT_PORT = 26500
 """The subscribers' ROUTER port (the PUB takes the next one by default)."""
 DEFAULT_ADMIN_PORT = 26502
 """The admin endpoint's port."""
+DEFAULT_EMBEDDED_HMS_PORT = 26503
+"""The embedded Hive Metastore's port: next to catalogd's own three, so it is stable
+across restarts (a sidecar endpoint keeps its ``--upstream``) and clear of 9083, the
+port a real HMS and ``python -m subscriber metastore --listen`` default to."""
 
 
 def parse_metastore_uri(uri: str) -> tuple[str, int]:

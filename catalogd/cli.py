@@ -63,8 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="read the HMS backing database directly instead (a SQLAlchemy URL such as "
         "postgresql+psycopg://reader@host/metastore; HMS 2.3 schema)",
     )
-    dump.add_argument("--data-dir", type=Path, default=Path("data"), help="for the embedded HMS")
+    dump.add_argument(
+        "--data-dir", type=Path, default=Path("data"), metavar="DIR", help="for the embedded HMS"
+    )
     dump.add_argument("--json", action="store_true", help="one JSON object per catalog object")
+    dump.add_argument(
+        "--progress-interval",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="progress (tables done, rate, ETA) on stderr after this long, then on a "
+        "terminal one line redrawn, elsewhere a line every SECONDS (default 2)",
+    )
 
     serve = commands.add_parser(
         "serve",
@@ -116,7 +126,7 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
             key.flag,
             dest=key.name,
             default=None,
-            metavar="VALUE",
+            metavar=key.metavar,
             help=f"{key.name}: {key.expected}",
         )
 
@@ -161,7 +171,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_OK
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] in ("catalogd", "subscriber", "idl"):
+            raise
+        print(_missing_dependency(args.command, exc.name), file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_USAGE
+
+
+def _missing_dependency(command: str, module: str) -> str:
+    """What to install when ``catalogd COMMAND`` lacks a daemon dependency (a
+    subscriber-only install: ``pip install --no-deps catalogd``)."""
+    return (
+        f"catalogd: `catalogd {command}` needs the daemon's dependencies and {module} is "
+        "not installed (a subscriber-only install?): pip install catalogd (not --no-deps); "
+        "add the [spark] extra for the embedded Hive Metastore"
+    )
 
 
 def _dump(args: argparse.Namespace) -> int:
@@ -170,6 +195,7 @@ def _dump(args: argparse.Namespace) -> int:
     from catalogd.core.catalog import Catalog
     from catalogd.hms.client import MetastoreClient
     from catalogd.hms.connection import open_metastore
+    from catalogd.loading.meter import ProgressMeter
     from subscriber.protocol.keys import object_type_of
 
     with ExitStack() as stack:
@@ -180,9 +206,22 @@ def _dump(args: argparse.Namespace) -> int:
             stack.callback(source.close)
             uri = source.address
         else:
+            if not args.hms:  # the embedded HMS: one catalogd per data directory
+                from catalogd.data_dir import DataDirLock
+
+                stack.enter_context(DataDirLock(args.data_dir))
             uri = open_metastore(stack, (args.hms,) if args.hms else (), args.data_dir)
             source = loader.ThriftSource(stack.enter_context(MetastoreClient(uri)))
-        objects, stats = loader.load_catalog(source)
+        meter = ProgressMeter(
+            "loading", "tables", sys.stderr, interval_s=max(0.0, args.progress_interval)
+        )
+        objects, stats = loader.load_catalog(
+            source,
+            progress=lambda done, total, so_far: meter.update(
+                done, total, f"{so_far.partitions:,} partitions"
+            ),
+        )
+        meter.finish()
     catalog = Catalog()
     catalog.commit(convert.encode_all(objects))
     out = sys.stdout

@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalogd.addresses import DEFAULT_ADMIN_PORT, DEFAULT_PORT, parse_metastore_uri
+from catalogd.addresses import (
+    DEFAULT_ADMIN_PORT,
+    DEFAULT_EMBEDDED_HMS_PORT,
+    DEFAULT_PORT,
+    parse_metastore_uri,
+)
 from subscriber.protocol.errors import InvalidRequestError
 
 DEFAULT_PATH = Path("/etc/catalogd/catalogd.toml")
@@ -34,6 +39,7 @@ class HmsConfig:
     timeout_s: float = 60.0
     retries: int = 3
     db_url: str = ""  # the HMS backing database, read directly (catalogd.sources.sql)
+    embedded_port: int = DEFAULT_EMBEDDED_HMS_PORT  # the embedded HMS's port; 0: a free one
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ class Config:
 # -- value checks: typed value in, normalized value out, ValueError when impossible
 
 _HOST = r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.*-]+)"
-_ZMQ_TCP = re.compile(rf"tcp://{_HOST}:(\*|\d{{1,5}})")
+_ZMQ_TCP = re.compile(rf"(?:tcp://)?{_HOST}:(\*|\d{{1,5}})")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 _DB_URL = re.compile(r"[A-Za-z][A-Za-z0-9]*(\+[A-Za-z0-9_]+)?://\S*")
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -169,7 +175,7 @@ def _zmq(optional: bool) -> Callable[[str], str | None]:
         match = _ZMQ_TCP.fullmatch(value)
         if not match or (match.group(2) != "*" and not 0 < int(match.group(2)) < 65536):
             raise ValueError
-        return value
+        return value if value.startswith("tcp://") else f"tcp://{value}"  # HOST:PORT too
 
     return check
 
@@ -238,9 +244,18 @@ class Key:
     def env(self) -> str:
         return ENV_PREFIX + self.name.replace(".", "_").upper()
 
+    @property
+    def metavar(self) -> str:
+        """The flag's placeholder in ``--help`` (``URI``, ``DIR``, ``SECONDS``...)."""
+        return (
+            _METAVARS.get(self.name)
+            or _METAVARS.get(self.expected)
+            or ("N" if self.kind is int else "VALUE")
+        )
+
 
 _SECONDS = "a number of seconds > 0"
-_ZMQ = "a ZeroMQ address tcp://HOST:PORT (PORT 1-65535 or *)"
+_ZMQ = "a ZeroMQ address tcp://HOST:PORT or HOST:PORT (PORT 1-65535 or *)"
 _HMS = "Hive Metastore URIs like thrift://host:9083 (none: embedded HMS)"
 _HMS_DB = (
     "a SQLAlchemy URL of the HMS database like postgresql+psycopg://reader@host/metastore, "
@@ -250,6 +265,26 @@ _DB = 'a SQLAlchemy URL like postgresql+psycopg://user@host/db, or "" for SQLite
 DETECTION_MODES = ("auto", "events", "poll", "off")
 _DETECTION = "one of " + ", ".join(f'"{mode}"' for mode in DETECTION_MODES)
 _METRICS = 'HOST:PORT (PORT 0-65535, 0 picks a free one), or "" for no metrics'
+_METAVARS = {
+    _SECONDS: "SECONDS",
+    _ZMQ: "URI",
+    _ZMQ + ' or ""': "URI",
+    _HMS: "URI",
+    _HMS_DB: "URL",
+    _DB: "URL",
+    _DETECTION: "MODE",
+    _METRICS: "HOST:PORT",
+    "data_dir": "DIR",
+    "hms.embedded_port": "PORT",
+    "server.advertise_host": "HOST",
+    "detector.poll_max_calls_per_s": "RATE",
+    "files.tables": "DB[.TABLE],...",
+    "log.level": "LEVEL",
+    "log.format": "FORMAT",
+    "security.server_key": "FILE",
+    "security.subscriber_keys": "DIR",
+    "security.admin_keys": "DIR",
+}
 # fmt: off
 KEYS: tuple[Key, ...] = (
     Key("data_dir", str, _path, "a directory path", "--data-dir"),
@@ -257,6 +292,9 @@ KEYS: tuple[Key, ...] = (
     Key("hms.timeout_s", float, _positive, _SECONDS, "--hms-timeout"),
     Key("hms.retries", int, _count(0, 100), "an integer from 0 to 100", "--hms-retries"),
     Key("hms.db_url", str, _db_url, _HMS_DB, "--hms-db"),
+    Key("hms.embedded_port", int, _count(0, 65535),
+        "a port from 1 to 65535 (taken: a free one, warned about), or 0 for a free one",
+        "--embedded-hms-port"),
     Key("server.bind", str, _zmq(False), _ZMQ, "--bind"),
     Key("server.pub_bind", str, _zmq(True), _ZMQ + ' or ""', "--pub-bind"),
     Key("server.admin_bind", str, _zmq(False), _ZMQ, "--admin-bind"),

@@ -7,7 +7,9 @@ runs :func:`catalogd.supervision.supervise` (signal flags, systemd watchdog,
 to use: :mod:`catalogd.hms.connection`; what an admin command leaves
 behind: :mod:`catalogd.admin.audit`.
 
-Start-up order (one :class:`~catalogd.startup.Startup` method per step): load
+Start-up order (one :class:`~catalogd.startup.Startup` method per step): the
+data directory lock (:mod:`catalogd.data_dir`) and a check that every listen
+address is free (:mod:`catalogd.preflight`), both in milliseconds → load
 worker processes (before any thread) → security → metrics → (embedded) HMS →
 state store (and HA lease) → server, operations, table loader → detection
 baseline → names of every database and table, committed before any socket is
@@ -29,8 +31,10 @@ from contextlib import ExitStack
 from typing import Any
 
 from catalogd.config import Config, load_config
+from catalogd.data_dir import DataDirLock
 from catalogd.loading.workers import LoadWorkers
 from catalogd.notify import Notifier
+from catalogd.preflight import check_addresses
 from catalogd.security.runtime import Security
 from catalogd.sources.sql import SqlSource
 from catalogd.startup import Startup
@@ -55,19 +59,47 @@ def serve(
         reload_config: re-reads the configuration on SIGHUP (None: reload off).
         demo: create a small demo warehouse in HMS first.
     """
-    # Before anything starts a thread: the load workers are then forked from this
-    # process, which has imported all they run (LoadWorkers.start).
-    workers = _start_workers(config)
+    # First: one catalogd per data directory, and every address free (milliseconds).
+    lock = DataDirLock(config.data_dir)
+    try:
+        check_addresses(config)
+        # Before anything starts a thread: the load workers are then forked from this
+        # process, which has imported all they run (LoadWorkers.start).
+        workers = _start_workers(config)
+    except BaseException:
+        lock.release()
+        raise
     try:
         security = Security.open(config)  # an exposed address without keys starts nothing
     except BaseException:
         if workers is not None:
             workers.close()
+        lock.release()
         raise
     signals = signals or Signals()
     signals.install()
-    config.data_dir.mkdir(parents=True, exist_ok=True)
+    signals.interrupting = True  # Ctrl-C or SIGTERM while starting: stop at once
+    try:
+        return _serve(config, environ, reload_config, demo, signals, security, workers, lock)
+    except KeyboardInterrupt:
+        if not signals.stop.is_set():
+            raise
+        log.info("stopped during start-up")
+        return 0
+
+
+def _serve(
+    config: Config,
+    environ: Mapping[str, str],
+    reload_config: Callable[[], Config] | None,
+    demo: bool,
+    signals: Signals,
+    security: Security,
+    workers: LoadWorkers | None,
+    lock: DataDirLock,
+) -> int:
     with ExitStack() as stack:
+        stack.callback(lock.release)
         if workers is not None:
             stack.callback(workers.close)
         stack.callback(security.close)
@@ -82,6 +114,7 @@ def serve(
         daemon.start_serving()
         daemon.start_admin()
         daemon.start_detection()
+        signals.interrupting = False  # started: from here a stop is graceful
         daemon.announce(daemon.take_over_if_standby())
         supervise(daemon.supervised(reload_config))
         daemon.stop_accepting()

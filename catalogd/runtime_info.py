@@ -61,6 +61,12 @@ class Health:
     all_loaded_s: float | None = None
     """Seconds from start to the end of the first background load; written by the main loop."""
 
+    @classmethod
+    def at_start(cls, detection_mode: str) -> Health:
+        """Before the detector's first cycle: ``detector`` is "starting" (it becomes
+        "events" or "poll"), or "off" when detection is off."""
+        return cls(detector="off" if detection_mode == "off" else "starting")
+
 
 @dataclass(frozen=True)
 class RuntimeInfo:

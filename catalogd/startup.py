@@ -33,7 +33,7 @@ from catalogd.loading.table_loader import TableLoader
 from catalogd.loading.workers import LoadWorkers
 from catalogd.metrics import Metrics
 from catalogd.notify import Notifier
-from catalogd.runtime_info import Facts, Reports, RuntimeInfo
+from catalogd.runtime_info import Facts, Health, Reports, RuntimeInfo
 from catalogd.security.authenticator import ADMIN, SUBSCRIBERS
 from catalogd.security.runtime import Security
 from catalogd.server.thread import CatalogServer, ServerConfig
@@ -91,7 +91,11 @@ class Startup:
             self.uri = SqlSource(hms.db_url).address  # no HMS needed to read the catalog
         else:
             self.uri = open_metastore(
-                self.stack, hms.uris, self.config.data_dir, supervised=self.embedded.append
+                self.stack,
+                hms.uris,
+                self.config.data_dir,
+                supervised=self.embedded.append,
+                port=hms.embedded_port,
             )
         if demo:
             create_demo(self.uri, self.config.data_dir, hms.timeout_s)
@@ -101,6 +105,8 @@ class Startup:
         config = self.config
         private_sqlite_file(config.state.url)
         store = self.stack.enter_context(StateStore.open(config.state.url))
+        # Another catalogd on this store without HA (or this one without): refused.
+        self.stack.callback(store.claim_writer(ha=config.ha.enabled).release)
         self.security.on_refused = lambda domain, address, name, reason: record_refusal(
             store, domain, address, name, reason
         )
@@ -197,6 +203,7 @@ class Startup:
         self.progress = LoadProgress(_partition_counter(ops) if config.hms.db_url else None)
         self.info = RuntimeInfo(
             facts=Facts(hms_address=self.uri, names_published_s=names_s),
+            health=Health.at_start(config.detector.mode),
             reports=Reports(
                 security=self.security.status,
                 ha=None if keeper is None else functools.partial(ha_node.describe, keeper),

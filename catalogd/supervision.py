@@ -41,6 +41,10 @@ class Signals:
         self.stop = threading.Event()
         self.reload = threading.Event()
         self.wake = threading.Event()
+        self.interrupting = False
+        """While True (start-up), a stop signal also raises KeyboardInterrupt in the
+        main thread, so a start waiting on the HMS or the first publish stops at
+        once; the daemon clears it once started."""
 
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -52,6 +56,9 @@ class Signals:
     def _on_stop(self, *_: object) -> None:
         self.stop.set()
         self.wake.set()
+        if self.interrupting:
+            self.interrupting = False  # once: the clean-up itself is not interrupted
+            raise KeyboardInterrupt("stopped during start-up")
 
     def _on_reload(self, *_: object) -> None:
         self.reload.set()

@@ -75,7 +75,7 @@ class CatalogSubscriber:
     """Subscribes to catalogd and keeps a local, versioned copy of its catalog.
 
     Args:
-        endpoint: catalogd's address, e.g. ``tcp://host:26500`` (the only one
+        endpoint: catalogd's address, ``tcp://host:26500`` or ``host:26500`` (the only one
             needed: the publisher's address is learned in the handshake), or
             the addresses of an HA pair (``["tcp://a:26500", "tcp://b:26500"]``):
             they are tried in turn, the active one answers (a standby binds
@@ -95,7 +95,8 @@ class CatalogSubscriber:
             :attr:`last_error` (and :attr:`is_synced` stays false).
 
     Raises:
-        InvalidRequestError: only one of the keys given, or a key that cannot be read.
+        InvalidRequestError: only one of the keys given, or a key that cannot be read;
+            an endpoint that is not ``[tcp://]HOST:PORT`` (:mod:`subscriber.endpoints`).
     """
 
     def __init__(

@@ -122,6 +122,11 @@ def spec_pairs(spec: PartitionSpec) -> list[tuple[str, str]]:
         return []
     if isinstance(spec, str):
         return list(parse_partition_name(spec))
+    if not isinstance(spec, Mapping):
+        raise InvalidRequestError(
+            f"a partition spec is a mapping like {{'dt': '2024-01-01'}}, a string like "
+            f"'dt=2024-01-01/region=eu' or None, not {type(spec).__name__} {spec!r:.80}"
+        )
     return [(str(k).lower(), str(v)) for k, v in spec.items()]
 
 

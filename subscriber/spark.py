@@ -69,8 +69,15 @@ def plan_scan(
         InvalidRequestError: a view, an unsupported format, or a bad partition spec.
     """
     ttable = sub.get_table(table)
-    if ttable.table_type == co.TTableType.VIEW or ttable.hdfs_table is None:
-        raise InvalidRequestError(f"{table} is a view or has no storage: use spark.sql on it")
+    if ttable.table_type == co.TTableType.VIEW:
+        raise InvalidRequestError(
+            f"{table} is a view (a query, no files to read): run "
+            f'spark.sql("SELECT * FROM {table}") in a session whose '
+            "spark.hadoop.hive.metastore.uris is the HMS or this subscriber's HMS endpoint "
+            "(sub.metastore_endpoint(upstream).uri)"
+        )
+    if ttable.hdfs_table is None:
+        raise InvalidRequestError(f"{table} has no storage to read: use spark.sql on it")
     sd = ttable.hdfs_table.prototype_partition.hdfs_storage_descriptor
     fmt = _FORMATS.get(sd.fileFormat)
     if fmt is None:

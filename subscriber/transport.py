@@ -32,8 +32,9 @@ from zmq.utils.monitor import recv_monitor_message
 import idl
 from subscriber import curve
 from subscriber.curve import ClientKeys
+from subscriber.endpoints import parse_endpoints
 from subscriber.protocol import codec, wire
-from subscriber.protocol.errors import AuthenticationError, InvalidRequestError, ProtocolError
+from subscriber.protocol.errors import AuthenticationError, ProtocolError
 from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk
 from subscriber.sync import ActionKind, Phase, Step, SyncMachine
 
@@ -72,8 +73,7 @@ class TransportConfig:
     """CURVE keys for both sockets (see :mod:`subscriber.curve`); None: plain TCP."""
 
     def __post_init__(self) -> None:
-        if not self.endpoints:
-            raise InvalidRequestError("give at least one catalogd endpoint")
+        object.__setattr__(self, "endpoints", parse_endpoints(self.endpoints))
 
 
 class SubscriberTransport:

@@ -64,8 +64,8 @@ def _shared_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     parser.add_argument(
         "--endpoint",
         default=default(DEFAULT_ENDPOINT),
-        metavar="tcp://HOST:PORT",
-        help=f"catalogd admin address (default {DEFAULT_ENDPOINT})",
+        metavar="URI",
+        help=f"catalogd admin address, tcp://HOST:PORT or HOST:PORT (default {DEFAULT_ENDPOINT})",
     )
     parser.add_argument(
         "--json",
@@ -225,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
     import idl
     from catalogd.admin.client import AdminClient, response_dict
     from subscriber.curve import client_keys
+    from subscriber.endpoints import parse_endpoint
 
     cmd = idl.catalog_service.TAdminCommand
     command, fields = request_fields(args)
@@ -243,11 +244,12 @@ def run(args: argparse.Namespace) -> int:
     timeout = args.timeout + (args.sync_timeout if fields.get("sync") else 0)
     if (args.key is None) != (args.server_key is None):
         raise InvalidRequestError("give --key and --server-key together")
+    endpoint = parse_endpoint(args.endpoint)  # HOST:PORT means tcp://HOST:PORT
     if args.key is None:
-        client = AdminClient(args.endpoint, timeout_s=timeout)
+        client = AdminClient(endpoint, timeout_s=timeout)
     else:
         keys = client_keys(args.server_key, args.key)
-        client = AdminClient(args.endpoint, timeout_s=timeout, keys=keys)
+        client = AdminClient(endpoint, timeout_s=timeout, keys=keys)
     answer = response_dict(client.call(code, **fields))
     if args.json:
         print(json.dumps(answer, indent=2, sort_keys=True))
@@ -258,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
     elif command == "audit":
         _print_lines(format_audit(answer["detail"]))
     elif command == "cache-pool list":
-        _print_lines(format_pools(answer["detail"]))
+        _print_lines(format_pools(answer["detail"]) or ["no cache pools"])
     else:
         line = f"{command} ok: version {answer['version']}"
         if fields.get("sync"):

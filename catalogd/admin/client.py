@@ -11,12 +11,21 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 import idl
+from catalogd.addresses import DEFAULT_ADMIN_PORT, DEFAULT_PORT
 from subscriber import curve
 from subscriber.curve import ClientKeys
 from subscriber.protocol import codec
 from subscriber.protocol.errors import ProtocolError, UnavailableError
 
 svc = idl.catalog_service
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long a request waits for a TCP connection before saying nothing listens."""
+_WHERE = (
+    f"Admin commands go to catalogd's admin endpoint (--admin-bind, default "
+    f"tcp://127.0.0.1:{DEFAULT_ADMIN_PORT}), not its subscriber endpoint "
+    f"(--bind, default port {DEFAULT_PORT})."
+)
 
 
 class AdminClient:
@@ -51,7 +60,8 @@ class AdminClient:
 
         Raises:
             AuthenticationError: catalogd refused the key (or the server key is wrong).
-            UnavailableError: no answer within the timeout (catalogd down or busy).
+            UnavailableError: nothing listens at the endpoint (said within
+                :data:`CONNECT_TIMEOUT_S`), or no answer within the timeout.
             ProtocolError: the answer does not decode.
         """
         fields.setdefault("requester", _requester())
@@ -67,7 +77,7 @@ class AdminClient:
 
     def _call_once(self, request: Any) -> Any:
         sock = self._context.socket(zmq.REQ)
-        monitor = sock.get_monitor_socket(curve.HANDSHAKE_EVENTS)
+        monitor = sock.get_monitor_socket(curve.HANDSHAKE_EVENTS | zmq.EVENT_CONNECTED)
         sock.setsockopt(zmq.LINGER, 0)
         try:
             curve.apply(sock, self.keys)
@@ -76,19 +86,33 @@ class AdminClient:
             poller = zmq.Poller()
             poller.register(sock, zmq.POLLIN)
             poller.register(monitor, zmq.POLLIN)
-            deadline = time.monotonic() + self.timeout_s
-            while (left := deadline - time.monotonic()) > 0:
+            started = time.monotonic()
+            deadline = started + self.timeout_s
+            # Nothing listening is clear within seconds; a slow answer may take the timeout.
+            connect_deadline = started + min(self.timeout_s, CONNECT_TIMEOUT_S)
+            connected = False
+            while (left := (deadline if connected else connect_deadline) - time.monotonic()) > 0:
                 ready = dict(poller.poll(int(left * 1000) + 1))
                 if sock in ready:
                     return codec.unpack(svc.TAdminResponse, sock.recv())
                 if monitor in ready:
+                    event = recv_monitor_message(monitor)
+                    connected = connected or event.get("event") == zmq.EVENT_CONNECTED
                     failure = curve.handshake_failure(
-                        recv_monitor_message(monitor), self.endpoint, with_keys=bool(self.keys)
+                        event, self.endpoint, with_keys=bool(self.keys)
                     )
                     if failure is not None:
                         raise failure
+            if not connected:
+                raise UnavailableError(
+                    f"nothing answered at {self.endpoint} within "
+                    f"{min(self.timeout_s, CONNECT_TIMEOUT_S):g}s: no process listens there. "
+                    f"Is catalogd running? {_WHERE}"
+                )
             raise UnavailableError(
-                f"no answer from catalogd at {self.endpoint} within {self.timeout_s:g}s"
+                f"{self.endpoint} accepted the connection but sent no answer within "
+                f"{self.timeout_s:g}s: catalogd is busy, or this is not its admin endpoint. "
+                f"{_WHERE}"
             )
         finally:
             sock.disable_monitor()

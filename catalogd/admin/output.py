@@ -22,8 +22,9 @@ def format_status(detail: Mapping[str, Any]) -> str:
     """A short summary of ``status``'s detail (the dict the server sends as JSON).
 
     Version, service id, uptime, object counts, loading progress, HMS health,
-    change detection and each subscriber's lag. Keys it does not know are left
-    to ``--json``; keys missing from ``detail`` print as ``?``.
+    change detection, HA (role, epoch, lease expiry, peers) and each subscriber's
+    lag. Keys it does not know are left to ``--json``; keys missing from ``detail``
+    print as ``?``.
     """
     rows: list[tuple[str, str]] = []
     version = detail.get("version")
@@ -67,6 +68,9 @@ def format_status(detail: Mapping[str, Any]) -> str:
     else:
         rows.append(("HMS", "?"))
     rows.append(("change detection", str(detail.get("change_detection", "?"))))
+    ha: Mapping[str, Any] | None = detail.get("ha")
+    if ha:
+        rows.append(("HA", _ha(ha)))
     security: Mapping[str, Any] = detail.get("security") or {}
     if security:
         failures = security.get("auth_failures") or {}
@@ -92,7 +96,36 @@ def format_status(detail: Mapping[str, Any]) -> str:
     for client, report in subscribers.items():
         key = f"  key {report['key']}" if report.get("key") else ""
         lines.append(f"  {client:<{name_width}}  {_subscriber(report, version)}{key}")
+    if ha:
+        peers = ha.get("peers") or []
+        lines.append(f"{'HA peers':<{width}}{len(peers) if peers else 'none seen'}")
+        for peer in peers:
+            me = ", this node" if peer.get("self") else ""
+            lines.append(
+                f"  {peer.get('holder', '?')}  {peer.get('role', '?')}{me}, "
+                f"{peer.get('endpoint') or '?'} (admin {peer.get('admin') or '?'}), "
+                f"seen {duration(peer.get('seen_s_ago'))} ago"
+            )
     return "\n".join(lines)
+
+
+def _ha(ha: Mapping[str, Any]) -> str:
+    """``active, epoch 3, lease 3.00s, expires in 2.41s`` or the standby's view of the active."""
+    role = str(ha.get("role", "?"))
+    active: Mapping[str, Any] = ha.get("active") or {}
+    expires = active.get("expires_in_s")
+    lease = f"lease expires in {duration(expires)}" if expires is not None else "no lease held"
+    if role == "active":
+        return f"active, epoch {_ver(ha.get('epoch'))}, {lease} (renewed every " + (
+            f"{duration(ha.get('renew_interval_s'))})"
+        )
+    holder = active.get("holder")
+    if not holder:
+        return f"{role}, no active node ({lease})"
+    return (
+        f"{role}; active: {holder} (epoch {_ver(active.get('epoch'))}, "
+        f"{active.get('endpoint') or '?'}), {lease}"
+    )
 
 
 def _loading(

@@ -9,6 +9,7 @@ HMS in the data directory (supervised: restarted when its JVM dies);
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -28,11 +29,13 @@ def open_metastore(
     data_dir: Path,
     *,
     supervised: Callable[[Callable[[], dict[str, Any]]], None] | None = None,
+    port: int = 0,
 ) -> str:
     """The HMS address to use: the first configured one, or an embedded HMS in ``data_dir``.
 
     With ``supervised``, an embedded HMS is restarted when its JVM dies, and
     ``supervised`` is given the supervisor's ``report`` (for status and metrics).
+    ``port``: the embedded HMS's (0: a free one; taken: a free one, warned about).
     """
     if uris:
         return uris[0]
@@ -47,9 +50,19 @@ def open_metastore(
         log.warning("%s; change detection falls back to polling", exc)
         events = False
     log.info("no HMS configured: starting the embedded Hive Metastore in %s", data_dir / "hms")
+    if port and not _free(port):
+        log.warning(
+            "port %d (hms.embedded_port, --embedded-hms-port) is taken: the embedded Hive "
+            "Metastore takes a free port this time (see its address below)",
+            port,
+        )
+        port = 0
     metastore = stack.enter_context(
         EmbeddedMetastore(
-            data_dir / "hms", cache_dir=data_dir / "cache", notification_events=events
+            data_dir / "hms",
+            port=port or None,
+            cache_dir=data_dir / "cache",
+            notification_events=events,
         )
     )
     log.info("embedded Hive Metastore listening at %s", metastore.uri)
@@ -58,6 +71,17 @@ def open_metastore(
 
         supervised(stack.enter_context(MetastoreSupervisor(metastore)).report)
     return metastore.uri
+
+
+def _free(port: int) -> bool:
+    """Whether loopback ``port`` can be bound now (as the HMS will, address reuse on)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 class InstrumentedClient(MetastoreClient):

@@ -90,6 +90,7 @@ def create_demo_warehouse(client: MetastoreClient, warehouse: str) -> bool:
         client.get_database(DEMO_DB)
         if _is_text(client):
             write_demo_files(warehouse)
+        _repair_view(client)
         return False
     except NotFoundError:
         pass
@@ -104,7 +105,7 @@ def create_demo_warehouse(client: MetastoreClient, warehouse: str) -> bool:
     raw.add_partitions(thrift_partitions(events, [[d, r] for d in DAYS for r in REGIONS]))
     raw.create_table(_table("users", [("id", "bigint"), ("name", "string")], [], base))
     view = _table("recent_events", [("id", "bigint"), ("kind", "string")], [], base)
-    view.sd.location = ""
+    view.sd.location = None  # Hive leaves a view's unset: Spark fails on an empty path
     view.tableType = "VIRTUAL_VIEW"
     view.parameters = {}
     view.viewOriginalText = "SELECT id, kind FROM demo.events WHERE dt >= '2026-11-21'"
@@ -116,6 +117,17 @@ def create_demo_warehouse(client: MetastoreClient, warehouse: str) -> bool:
     view.sd.serdeInfo = hms.SerDeInfo(name="", serializationLib=None, parameters={})
     raw.create_table(view)
     return True
+
+
+def _repair_view(client: MetastoreClient) -> None:
+    """Unset the location of a view an older demo created with ``""`` (Spark refuses it)."""
+    try:
+        view = client.get_table(DEMO_DB, "recent_events")
+    except CatalogError:
+        return
+    if view.sd is not None and view.sd.location == "":
+        view.sd.location = None
+        client.raw.alter_table(DEMO_DB, "recent_events", view)
 
 
 def _is_text(client: MetastoreClient) -> bool:

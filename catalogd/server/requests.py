@@ -228,3 +228,16 @@ def ok() -> Any:
 def status(code: int, message: str, request_id: int | None = None) -> Any:
     """A response carrying only a status."""
     return svc.TResponse(request_id=request_id, status=svc.TStatus(code=code, message=message))
+
+
+WRONG_PORT = (
+    "this is catalogd's subscriber endpoint (--bind, default port 26500); admin commands "
+    "go to its admin endpoint (--admin-bind, default tcp://127.0.0.1:26502)"
+)
+
+
+def wrong_port_reply() -> bytes:
+    """What a REQ peer (``catalogd admin``) gets from the subscriber endpoint: an admin
+    answer saying where admin commands go, instead of a silence until its timeout."""
+    answer = svc.TAdminResponse(status=svc.TStatus(code=svc.TStatusCode.ERROR, message=WRONG_PORT))
+    return codec.pack(answer)

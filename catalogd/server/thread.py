@@ -38,6 +38,7 @@ is that thread's loop, publishing and durable version reservation.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -346,6 +347,11 @@ class CatalogServer:
                 return
             if len(frames) != 2:
                 self.stats.garbage += 1  # DEALER requests are [identity, body]
+                if len(frames) == 3 and not len(frames[1]):  # a REQ: catalogd admin?
+                    with contextlib.suppress(zmq.ZMQError):  # a full pipe: it times out
+                        router.send_multipart(
+                            [frames[0], b"", requests.wrong_port_reply()], zmq.NOBLOCK
+                        )
                 continue
             identity, body, member = self._peer(frames)
             now = self._clock()

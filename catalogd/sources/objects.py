@@ -7,6 +7,7 @@ sockets itself.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -89,12 +90,18 @@ def load_table(source: MetastoreSource, db: str, name: str) -> tuple[dict[str, A
 
 
 def load_database(
-    source: MetastoreSource, db: str, *, table_batch: int = 100
+    source: MetastoreSource,
+    db: str,
+    *,
+    table_batch: int = 100,
+    names: list[str] | None = None,
+    on_table: Callable[[LoadStats], None] | None = None,
 ) -> tuple[dict[str, Any], LoadStats]:
-    """The database object and every table in it, fully loaded."""
+    """The database object and every table in it (``names``: listed already), fully
+    loaded; ``on_table`` is called with each table's stats as it is loaded."""
     stats = LoadStats(databases=1)
     objects = convert.database_objects(source.get_database(db))
-    names = source.table_names(db)
+    names = source.table_names(db) if names is None else names
     for start in range(0, len(names), table_batch):
         for table in source.get_tables(db, names[start : start + table_batch]):
             try:
@@ -103,6 +110,8 @@ def load_database(
                 continue  # dropped while we were loading
             objects.update(table_objs)
             stats.add(table_stats)
+            if on_table is not None:
+                on_table(table_stats)
     return objects, stats
 
 
@@ -111,18 +120,38 @@ def load_catalog(
     *,
     table_batch: int = 100,
     clock: Callable[[], float] = time.monotonic,
+    progress: Callable[[int, int, LoadStats], None] | None = None,
 ) -> tuple[dict[str, Any], LoadStats]:
     """Load every database, table, view and partition of ``source``.
 
     Returns the catalog objects by key and what was loaded. A database or table
-    dropped while loading is skipped, not an error.
+    dropped while loading is skipped, not an error. ``progress`` (when given; the
+    table names are then listed first) is called after each table with the tables
+    done, the tables known and the running totals.
     """
     started = clock()
     objects: dict[str, Any] = {}
     stats = LoadStats()
-    for db in source.database_names():
+    names: dict[str, list[str] | None] = {db: None for db in source.database_names()}
+    running = LoadStats()
+    done = [0]
+    if progress is not None:
+        for db in names:
+            with contextlib.suppress(NotFoundError):
+                names[db] = source.table_names(db)
+    total = sum(len(n or ()) for n in names.values())
+
+    def on_table(table_stats: LoadStats) -> None:
+        running.add(table_stats)
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], max(total, done[0]), running)
+
+    for db, listed in names.items():
         try:
-            db_objects, db_stats = load_database(source, db, table_batch=table_batch)
+            db_objects, db_stats = load_database(
+                source, db, table_batch=table_batch, names=listed, on_table=on_table
+            )
         except NotFoundError:
             continue  # dropped while we were loading
         objects.update(db_objects)

@@ -66,6 +66,7 @@ import sqlalchemy as sa
 
 from catalogd.core.cache_pools import CacheMark, CachePool, check_limit, check_pool_name
 from catalogd.state import audit_log, pools
+from catalogd.state.claim import WriterClaim, claim_writer
 from catalogd.state.fencing import FencedStore
 from catalogd.state.schema import create_engine, database_errors, upgrade_schema, version_mark
 from catalogd.state.values import AuditRecord
@@ -158,6 +159,16 @@ class StateStore(FencedStore):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def claim_writer(self, *, ha: bool) -> WriterClaim:
+        """This daemon's claim on the store (see :mod:`catalogd.state.claim`).
+
+        Raises:
+            ConflictError: another catalogd serves from this store in a way that
+                excludes this one (both without HA, or one without).
+        """
+        with self._db("claim the state store"):
+            return claim_writer(self._engine, self.url, ha=ha)
 
     @property
     def block(self) -> int:

@@ -58,8 +58,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     comp.add_argument(
         "--endpoint",
         default=admin_cli.DEFAULT_ENDPOINT,
-        metavar="tcp://HOST:PORT",
-        help=f"catalogd admin address (default {admin_cli.DEFAULT_ENDPOINT})",
+        metavar="URI",
+        help=f"catalogd admin address, tcp://HOST:PORT or HOST:PORT "
+        f"(default {admin_cli.DEFAULT_ENDPOINT})",
     )
     comp.add_argument("--no-refresh", action="store_true", help="do not ask catalogd to refresh")
     comp.add_argument("--sync", action="store_true", help="wait until subscribers applied it")
@@ -86,16 +87,22 @@ def run(args: argparse.Namespace) -> int:
     from catalogd.admin.client import AdminClient, response_dict
     from catalogd.hms.client import MetastoreClient
     from catalogd.stats.job import run_job, spark_session
+    from subscriber.endpoints import parse_endpoint
 
     name = TableName.parse(args.target)
+    endpoint = parse_endpoint(args.endpoint)  # before Spark starts: a typo costs nothing
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     uri = _hms_uri(args)
     started = time.monotonic()
     conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
     if len(conf) != len(args.conf):
         raise InvalidRequestError("--conf takes KEY=VALUE")
-    spark = spark_session(args.master, uri, conf=conf)
+    # A person at a terminal sees each phase and Spark's own stage progress bar.
+    tty = sys.stderr.isatty()
+    _phase(tty, f"starting Spark ({args.master or 'spark.master or local[*]'})")
+    spark = spark_session(args.master, uri, conf=conf, console_progress=tty)
     try:
+        _phase(tty, f"computing statistics of {name} ({time.monotonic() - started:.1f}s so far)")
         with MetastoreClient(uri) as client:
             report = run_job(
                 spark,
@@ -125,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         if args.sync:
             fields.update(sync=True, sync_timeout_ms=int(args.sync_timeout * 1000))
         timeout = args.timeout + (args.sync_timeout if args.sync else 0)
-        admin = AdminClient(args.endpoint, timeout_s=timeout)
+        _phase(tty, f"publishing through catalogd at {endpoint}")
+        admin = AdminClient(endpoint, timeout_s=timeout)
         answer = response_dict(admin.call(idl.catalog_service.TAdminCommand.REFRESH, **fields))
         out["version"] = answer["version"]
         out["unconfirmed_subscribers"] = answer["unconfirmed_subscribers"]
@@ -144,3 +152,9 @@ def run(args: argparse.Namespace) -> int:
             f"in {out['seconds']:.1f}s"
         )
     return code
+
+
+def _phase(tty: bool, text: str) -> None:
+    """One line on stderr (a terminal only: stdout is the result, logs stay quiet)."""
+    if tty:
+        print(f"stats: {text}", file=sys.stderr, flush=True)

@@ -332,10 +332,12 @@ def spark_session(
     *,
     conf: dict[str, str] | None = None,
     app_name: str = "catalogd-stats",
+    console_progress: bool = False,
 ) -> Any:
     """A Hive-enabled Spark session on ``master`` (None: ``spark.master`` from
     Spark's own configuration, else ``local[*]``) talking to ``hms_uri``, with
-    the extra settings ``conf``."""
+    the extra settings ``conf``; ``console_progress``: Spark's own stage progress
+    bar on the terminal (for a person waiting on ``catalogd stats compute``)."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name).config(
@@ -350,4 +352,7 @@ def spark_session(
 
         if not SparkConf().contains("spark.master"):
             builder = builder.master("local[*]")
-    return builder.config("spark.ui.showConsoleProgress", "false").enableHiveSupport().getOrCreate()
+    progress = "true" if console_progress else "false"
+    return (
+        builder.config("spark.ui.showConsoleProgress", progress).enableHiveSupport().getOrCreate()
+    )

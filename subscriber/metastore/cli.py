@@ -18,14 +18,27 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import socket
 import sys
 import threading
 from typing import Any
 
 from subscriber.api import CatalogSubscriber
+from subscriber.endpoints import parse_endpoints
 from subscriber.protocol.errors import CatalogError
 
 log = logging.getLogger("subscriber.metastore")
+# catalogd.addresses.DEFAULT_EMBEDDED_HMS_PORT (the subscriber does not import catalogd)
+EMBEDDED_HMS = "thrift://127.0.0.1:26503"
+
+
+def _answers(uri: str) -> bool:
+    host, _, port = uri.removeprefix("thrift://").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=2.0).close()
+    except OSError:
+        return False
+    return True
 
 
 def add_parser(commands: Any) -> None:
@@ -39,9 +52,17 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument(
         "--catalogd",
         required=True,
-        help="catalogd address, tcp://HOST:26500 (an HA pair: comma-separated, both tried)",
+        nargs="+",
+        metavar="URI",
+        help="catalogd address, tcp://HOST:26500 or HOST:26500; an HA pair: two, "
+        "separated by spaces or commas (as `watch` takes them)",
     )
-    cmd.add_argument("--upstream", required=True, help="the real HMS, thrift://HOST:9083")
+    cmd.add_argument(
+        "--upstream",
+        metavar="URI",
+        help=f"the real HMS, thrift://HOST:9083 (default {EMBEDDED_HMS}: the embedded HMS of "
+        "a catalogd on this host started without --hms, at its default port)",
+    )
     cmd.add_argument("--listen", default="127.0.0.1:9083", help="HOST:PORT to serve on")
     cmd.add_argument("--databases", help="comma-separated databases to follow (default: all)")
     cmd.add_argument(
@@ -71,18 +92,24 @@ def run(args: argparse.Namespace) -> int:
     databases = (
         [d.strip() for d in args.databases.split(",") if d.strip()] if args.databases else None
     )
+    if args.upstream is None:
+        if not _answers(EMBEDDED_HMS):
+            print(f"metastore: nothing listens at {EMBEDDED_HMS}: give --upstream", file=sys.stderr)
+            return 2
+        log.info("no --upstream: forwarding to the embedded HMS at %s", EMBEDDED_HMS)
+    upstream = args.upstream or EMBEDDED_HMS
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         sub = CatalogSubscriber(
-            [e.strip() for e in args.catalogd.split(",") if e.strip()],
+            parse_endpoints(args.catalogd),
             databases=databases,
             server_key=args.server_key,
             client_key=args.key,
         )
         endpoint = sub.metastore_endpoint(
-            upstream=args.upstream,
+            upstream=upstream,
             listen=args.listen,
             max_lag_s=args.max_lag,
             write_wait_s=args.write_wait,

@@ -1,10 +1,12 @@
 """Both installs from a clean virtual environment, as a user does them.
 
 * ``pip install catalogd`` (the daemon): the ``catalogd`` command runs and every
-  daemon module imports with nothing else installed.
+  daemon module imports with nothing else installed; ``serve`` on the embedded HMS
+  says it needs the ``[spark]`` extra (the jars of the pyspark wheel).
 * the subscriber alone, for Spark drivers: ``pip install pyzmq thriftpy2`` then
   ``pip install --no-deps catalogd``; it must sync from a real catalogd with
-  neither SQLAlchemy nor PySpark present.
+  neither SQLAlchemy nor PySpark present, and its ``catalogd serve`` says what to
+  install instead of a ModuleNotFoundError traceback.
 
 The project is built into a wheel once, as a release would be. The venvs fetch
 the dependencies from the package index, so these tests need it (about a
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from catalogd.addresses import free_port
 from catalogd.server.thread import CatalogServer, ServerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,16 +35,44 @@ pytestmark = [pytest.mark.install, pytest.mark.timeout(600)]
 
 
 def _run(*args: str | Path, cwd: Path | None = None, timeout: float = 300) -> str:
-    done = subprocess.run(
+    done = _try(*args, cwd=cwd, timeout=timeout)
+    assert done.returncode == 0, f"{args} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def _try(
+    *args: str | Path, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(a) for a in args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
+        env={
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "VIRTUAL_ENV") and not k.startswith("CATALOGD_")
+        },
     )
-    assert done.returncode == 0, f"{args} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
+
+
+def _serve(bin_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``catalogd serve`` on the embedded default, on free ports."""
+    return _try(
+        bin_dir / "catalogd",
+        "serve",
+        "--data-dir",
+        tmp_path / "data",
+        "--bind",
+        f"tcp://127.0.0.1:{free_port()}",
+        "--pub-bind",
+        "tcp://127.0.0.1:*",
+        "--admin-bind",
+        f"tcp://127.0.0.1:{free_port()}",
+        cwd=tmp_path,
+        timeout=60,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +113,11 @@ def test_daemon_install_gives_a_daemon_that_runs(wheel: Path, tmp_path: Path) ->
         "        importlib.import_module(m.name)\n",
         cwd=tmp_path,
     )
+    # The embedded HMS (the default) runs from the pyspark jars: the [spark] extra.
+    refused = _serve(bin_dir, tmp_path)
+    assert refused.returncode == 3, refused.stderr
+    assert "pip install 'catalogd[spark]'" in refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
 @pytest.fixture
@@ -114,3 +150,9 @@ def test_subscriber_installs_with_pyzmq_and_thriftpy2_only(
     )
     out = _run(bin_dir / "python", "-c", script, cwd=tmp_path)
     assert "['sales']" in out
+    # The catalogd command exists here too; serve says what to install, no traceback.
+    refused = _serve(bin_dir, tmp_path)
+    assert refused.returncode == 1, refused.stderr
+    assert "needs the daemon's dependencies" in refused.stderr
+    assert "pip install catalogd (not --no-deps)" in refused.stderr
+    assert "Traceback" not in refused.stderr

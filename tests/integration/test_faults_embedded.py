@@ -106,3 +106,21 @@ def test_a_dead_jvm_is_restarted_on_the_same_port_and_reported(
 def test_the_embedded_hms_listens_on_loopback_only(hms: EmbeddedMetastore) -> None:
     # HMS 2.3 alone would listen on every interface (00000000): the bind agent's doing.
     assert listening_addresses(hms.port) == {LOOPBACK}
+
+
+def test_a_second_hms_on_the_same_derby_database_says_who_holds_it(
+    tmp_path: Path, hms_cache_dir: Path
+) -> None:
+    """Derby's XSDB6 comes early in hms.log, under a long stack trace: still found."""
+    from subscriber.protocol.errors import MetastoreUnavailableError
+
+    data_dir = tmp_path / "hms"
+    with EmbeddedMetastore(data_dir, cache_dir=hms_cache_dir) as first:
+        assert first._proc is not None
+        second = EmbeddedMetastore(data_dir, cache_dir=hms_cache_dir)
+        with pytest.raises(MetastoreUnavailableError) as refused:
+            second.start()
+        second.stop()
+        message = str(refused.value)
+        assert "in use by another running Hive Metastore" in message, message[-2000:]
+        assert f"pid {first._proc.pid}" in message

@@ -24,7 +24,8 @@ STANDBY = re.compile(r"standby: catalog loaded: version (\d+); service id (\w+)"
 class CatalogdProcess:
     """``catalogd serve`` in a subprocess, logging to a file; started and stopped explicitly.
 
-    ``hms_uri=""`` runs the embedded default (an HMS in ``data_dir/hms``).
+    ``hms_uri=""`` runs the embedded default (an HMS in ``data_dir/hms``, on a free port
+    unless ``extra`` gives ``--embedded-hms-port``).
     """
 
     def __init__(
@@ -74,6 +75,8 @@ class CatalogdProcess:
             self.admin_endpoint,
             *self.extra,
         ]
+        if not self.hms_uri and "--embedded-hms-port" not in self.extra:
+            cmd += ["--embedded-hms-port", "0"]  # tests: a free port, never the default
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env)
         log.close()
         self._wait_for(STANDBY if standby else READY, timeout)

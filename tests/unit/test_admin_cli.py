@@ -299,3 +299,60 @@ def test_status_summary_survives_missing_keys() -> None:
 )
 def test_durations_are_rounded(seconds: float | None, text: str) -> None:
     assert duration(seconds) == text
+
+
+HA_ACTIVE = {
+    "role": "active",
+    "epoch": 3,
+    "holder": "node-a",
+    "lease_s": 3.0,
+    "renew_interval_s": 1.0,
+    "active": {
+        "holder": "node-a",
+        "epoch": 3,
+        "endpoint": "tcp://a:26500",
+        "admin": "tcp://a:26502",
+        "expires_in_s": 2.41,
+    },
+    "peers": [
+        {
+            "holder": "node-a",
+            "endpoint": "tcp://a:26500",
+            "admin": "tcp://a:26502",
+            "role": "active",
+            "seen_s_ago": 0.2,
+            "self": True,
+        },
+        {
+            "holder": "node-b",
+            "endpoint": "tcp://b:26500",
+            "admin": "tcp://b:26502",
+            "role": "standby",
+            "seen_s_ago": 0.9,
+            "self": False,
+        },
+    ],
+}
+
+
+def test_status_summary_shows_ha_role_epoch_lease_and_peers() -> None:
+    text = format_status({**STATUS, "ha": HA_ACTIVE})
+    summary = rows(text)
+    assert summary["HA"] == "active, epoch 3, lease expires in 2.41s (renewed every 1.00s)"
+    assert summary["HA peers"] == "2"
+    assert "  node-b  standby, tcp://b:26500 (admin tcp://b:26502), seen 0.90s ago" in text
+    assert "  node-a  active, this node, tcp://a:26500" in text
+    standby = {**HA_ACTIVE, "role": "standby", "epoch": None}
+    assert rows(format_status({**STATUS, "ha": standby}))["HA"] == (
+        "standby; active: node-a (epoch 3, tcp://a:26500), lease expires in 2.41s"
+    )
+    assert "HA" not in rows(format_status(STATUS))  # HA off: no HA rows
+
+
+def test_change_detection_says_starting_until_its_first_cycle() -> None:
+    from catalogd.runtime_info import Health
+
+    for mode in ("auto", "events", "poll"):
+        detail = {**STATUS, "change_detection": Health.at_start(mode).detector}
+        assert rows(format_status(detail))["change detection"] == "starting"
+    assert Health.at_start("off").detector == "off"

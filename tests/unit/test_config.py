@@ -140,7 +140,10 @@ BAD_FILES = [
     ('[hms]\nuris = "thrift://h:9083"\n', r"hms.uris: expected Hive Metastore URIs like thrift"),
     ('[hms]\nuris = ["http://h:9083"]\n', r"hms.uris: expected .*got \['http://h:9083'\]"),
     ('[hms]\nuris = ["thrift://h"]\n', r"hms.uris: expected .*got \['thrift://h'\]"),
-    ('[server]\nbind = "127.0.0.1:26500"\n', r"server.bind: expected a ZeroMQ address tcp://"),
+    (
+        '[server]\nbind = "http://127.0.0.1:26500"\n',
+        r"server.bind: expected a ZeroMQ address tcp://",
+    ),
     ('[server]\nbind = "tcp://127.0.0.1:70000"\n', r"server.bind: expected a ZeroMQ address"),
     ('[server]\nbind = "tcp://127.0.0.1"\n', r"server.bind: expected a ZeroMQ address"),
     ('[server]\npub_bind = "ipc:///tmp/x"\n', r"server.pub_bind: expected a ZeroMQ address"),
@@ -270,3 +273,18 @@ def test_config_is_frozen(nowhere: Path) -> None:
     config, _ = load(default_path=nowhere)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.log.level = "DEBUG"  # type: ignore[misc]
+
+
+def test_a_bind_without_tcp_means_tcp() -> None:
+    """The one endpoint convention (subscriber.endpoints): HOST:PORT is tcp://HOST:PORT."""
+    config, _ = load_config(None, {}, {"server.bind": "127.0.0.1:26600"})
+    assert config.server.bind == "tcp://127.0.0.1:26600"
+
+
+def test_the_embedded_hms_has_a_stable_default_port_the_sidecar_knows() -> None:
+    from catalogd.addresses import DEFAULT_EMBEDDED_HMS_PORT
+    from subscriber.metastore.cli import EMBEDDED_HMS
+
+    config, _ = load_config(None, {}, {})
+    assert config.hms.embedded_port == DEFAULT_EMBEDDED_HMS_PORT == 26503
+    assert f"thrift://127.0.0.1:{DEFAULT_EMBEDDED_HMS_PORT}" == EMBEDDED_HMS

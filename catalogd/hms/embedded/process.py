@@ -70,6 +70,7 @@ from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailable
 __all__ = ["EmbeddedMetastore"]
 
 log = logging.getLogger(__name__)
+_ALL_LINES = 1_000_000
 _DERBY_BOOTED = "Another instance of Derby may have already booted the database"
 _SYSTEMD_ONLY = frozenset({"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"})
 _PORT_IN_USE = "port in use"
@@ -181,7 +182,11 @@ class EmbeddedMetastore:
     # -- lifecycle
 
     def __enter__(self) -> EmbeddedMetastore:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:  # Ctrl-C while it starts: no JVM left behind
+            self.stop()
+            raise
 
     def __exit__(
         self,
@@ -387,10 +392,14 @@ class EmbeddedMetastore:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 self.stop()
+                # Markers anywhere in this start's output (Derby's XSDB6 comes early,
+                # followed by a long stack trace); the tail is for the message.
+                whole = tail_from(self.log_path, log_offset, _ALL_LINES) + "\n"
+                whole += tail_from(out_path, 0, _ALL_LINES)
                 log = tail_from(self.log_path, log_offset) + "\n" + tail_from(out_path, 0, 15)
-                if "Address already in use" in log or "Could not create ServerSocket" in log:
+                if "Address already in use" in whole or "Could not create ServerSocket" in whole:
                     return _PORT_IN_USE
-                if _DERBY_BOOTED in log:
+                if _DERBY_BOOTED in whole:
                     return self._derby_in_use()
                 return (
                     f"the Hive Metastore exited with code {proc.returncode} during start-up"
