@@ -9,7 +9,8 @@ Any HMS client on the host (Spark, Hive, Trino, the ``hive`` CLI) then uses
 ``thrift://127.0.0.1:9083``. Logs go to stderr, with a counters line every
 ``--stats-interval`` seconds and at exit: calls served from the cache and forwarded
 to HMS by reason (write, locked: the connection holds an HMS lock or transaction,
-stale, unknown method, not cached, cannot evaluate), in total and per method.
+pending: a write touched it and the cache does not show it yet, stale, unknown
+method, not cached, cannot evaluate), in total and per method.
 SIGINT/SIGTERM stop it.
 """
 
@@ -75,7 +76,8 @@ def add_parser(commands: Any) -> None:
         "--write-wait",
         type=float,
         default=10.0,
-        help="seconds a write waits for the cache to show it (read-your-writes)",
+        help="seconds at most that reads of what a write touched go to HMS while the "
+        "cache does not show the write yet (read-your-writes; the write itself never waits)",
     )
     cmd.add_argument("--sync-timeout", type=float, default=60.0, help="seconds to wait for sync")
     cmd.add_argument("--stats-interval", type=float, default=60.0, help="seconds between counters")
