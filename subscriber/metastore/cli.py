@@ -33,8 +33,8 @@ from subscriber.protocol.errors import CatalogError, InvalidRequestError
 log = logging.getLogger("subscriber.metastore")
 _LOOPBACK = ("127.", "localhost", "[::1]", "::1")
 NO_HMS = (
-    "catalogd reports no Hive Metastore (it reads the metastore database, --hms-db): "
-    "give --upstream thrift://HOST:PORT"
+    "catalogd reports no Hive Metastore (it reads the metastore database, --hms-db, or is "
+    "older than this report): give --upstream thrift://HOST:PORT"
 )
 
 
@@ -146,7 +146,13 @@ def _reported_upstream(sub: CatalogSubscriber, catalogd: list[str]) -> str:
     uri = sub.hms_uri
     if uri is None:
         raise InvalidRequestError(NO_HMS)
-    host, _ = parse_uri(uri)
+    try:
+        host, _ = parse_uri(uri)
+    except InvalidRequestError:
+        raise InvalidRequestError(
+            f"catalogd reports the Hive Metastore as {uri!r}, not thrift://HOST:PORT: "
+            "give --upstream"
+        ) from None
     log.info("no --upstream: forwarding to %s, the Hive Metastore catalogd reads", uri)
     catalogd_host = parse_endpoints(catalogd)[0].split("://", 1)[-1].rpartition(":")[0]
     if host.startswith(_LOOPBACK) and not catalogd_host.startswith(_LOOPBACK):

@@ -4,6 +4,7 @@ without ``--upstream`` refuses clearly when catalogd reports none."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import time
@@ -12,7 +13,9 @@ import pytest
 
 from catalogd.server.thread import CatalogServer, ServerConfig
 from subscriber.api import CatalogSubscriber
+from subscriber.metastore import cli
 from subscriber.metastore.cli import NO_HMS
+from subscriber.protocol.errors import InvalidRequestError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -62,3 +65,25 @@ def test_sidecar_without_upstream_refuses_when_catalogd_reports_no_hms() -> None
         assert time.monotonic() - started < 30
     finally:
         server.close()
+
+
+def test_the_reported_hms_is_checked_and_a_remote_loopback_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    for reported, ok in (("thrift://127.0.0.1:9083", True), ("hms.example", False)):
+        server = start(reported)
+        try:
+            with CatalogSubscriber(server.endpoint) as sub:
+                sub.wait_synced(20)
+                if not ok:
+                    with pytest.raises(InvalidRequestError, match="'hms.example', not thrift://"):
+                        cli._reported_upstream(sub, [server.endpoint])
+                    continue
+                with caplog.at_level(logging.WARNING, "subscriber.metastore"):
+                    assert cli._reported_upstream(sub, [server.endpoint]) == reported
+                    assert "loopback" not in caplog.text  # catalogd is on this host too
+                    # Told by a catalogd on another host: its loopback is not ours.
+                    cli._reported_upstream(sub, ["catalogd.example:26500"])
+                    assert "is a loopback address on catalogd's host" in caplog.text
+        finally:
+            server.close()
