@@ -43,7 +43,7 @@ def add_parser(commands: Any) -> None:
     cmd = commands.add_parser(
         "metastore",
         help="serve an HMS Thrift endpoint from the cache, forwarding the rest to HMS",
-        description="\n\n".join(__doc__.split("\n\n")[1:4]),
+        description="\n\n".join(__doc__.split("\n\n")[1:5]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cmd.add_argument(
@@ -60,22 +60,40 @@ def add_parser(commands: Any) -> None:
         help="the real HMS, thrift://HOST:9083 (default: the HMS catalogd reports, learned "
         "at the first sync: its embedded HMS or its --hms; none with --hms-db alone)",
     )
-    cmd.add_argument("--listen", default="127.0.0.1:9083", help="HOST:PORT to serve on")
-    cmd.add_argument("--databases", help="comma-separated databases to follow (default: all)")
+    cmd.add_argument(
+        "--listen", default="127.0.0.1:9083", metavar="HOST:PORT", help="where to serve"
+    )
+    cmd.add_argument(
+        "--databases", metavar="DB,DB", help="comma-separated databases to follow (default: all)"
+    )
     cmd.add_argument(
         "--max-lag",
         type=float,
         default=30.0,
+        metavar="SECONDS",
         help="serve reads while the cache is behind by at most this many seconds",
     )
     cmd.add_argument(
         "--write-wait",
         type=float,
         default=10.0,
+        metavar="SECONDS",
         help="seconds a write waits for the cache to show it (read-your-writes)",
     )
-    cmd.add_argument("--sync-timeout", type=float, default=60.0, help="seconds to wait for sync")
-    cmd.add_argument("--stats-interval", type=float, default=60.0, help="seconds between counters")
+    cmd.add_argument(
+        "--sync-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds to wait for the first sync",
+    )
+    cmd.add_argument(
+        "--stats-interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between counters lines",
+    )
     cmd.add_argument("--server-key", metavar="FILE", help="catalogd's public CURVE key file")
     cmd.add_argument("--key", metavar="FILE", help="this client's secret CURVE key file")
 
