@@ -87,6 +87,7 @@ class Startup:
         """Which HMS to read (an embedded one started here, supervised), plus the demo."""
         hms = self.config.hms
         self.embedded: list[Callable[[], dict[str, Any]]] = []
+        self.hms_thrift: str | None = None  # what subscribers are told (the welcome)
         if hms.db_url and not hms.uris:
             self.uri = SqlSource(hms.db_url).address  # no HMS needed to read the catalog
         else:
@@ -97,6 +98,7 @@ class Startup:
                 supervised=self.embedded.append,
                 port=hms.embedded_port,
             )
+            self.hms_thrift = self.uri
         if demo:
             create_demo(self.uri, self.config.data_dir, hms.timeout_s)
 
@@ -130,6 +132,7 @@ class Startup:
                 heartbeat_interval_s=config.server.heartbeat_interval_s,
                 start_version=self.high_water,
                 curve=self.security.server_curve,
+                hms_uri=self.hms_thrift,
             ),
             context=self.security.context,
             on_load_request=self._load_request,

@@ -99,6 +99,11 @@ struct TWelcome {
   // The oldest from_version a catch-up can still be served from.
   5: optional i64 oldest_catch_up_version
   6: optional i32 protocol_version
+  // The Hive Metastore catalogd reads, as a Thrift URI ("thrift://host:port"):
+  // its embedded HMS or the first --hms address. Unset when catalogd reads the
+  // metastore database directly (--hms-db without --hms), and from catalogd
+  // before this field existed. An HMS endpoint forwards to it by default.
+  7: optional string hms_uri
 }
 
 struct TSnapshotRequest {

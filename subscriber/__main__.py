@@ -10,8 +10,9 @@ addresses separated by spaces or commas.
 (the ``kcat`` of the catalog): a debugging tool. Ctrl-C stops it. Several
 endpoints (an HA pair): it follows the active one and says when it moves.
 
-``python -m subscriber metastore --catalogd tcp://host:26500 --upstream thrift://hms:9083``
-serves an HMS endpoint from the cache: see :mod:`subscriber.metastore.cli`.
+``python -m subscriber metastore --catalogd tcp://host:26500 [--upstream thrift://hms:9083]``
+serves an HMS endpoint from the cache, forwarding the rest to the HMS catalogd reports
+(or ``--upstream``): see :mod:`subscriber.metastore.cli`.
 """
 
 from __future__ import annotations

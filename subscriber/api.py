@@ -76,11 +76,10 @@ class CatalogSubscriber:
 
     Args:
         endpoint: catalogd's address, ``tcp://host:26500`` or ``host:26500`` (the only one
-            needed: the publisher's address is learned in the handshake), or
-            the addresses of an HA pair (``["tcp://a:26500", "tcp://b:26500"]``):
-            they are tried in turn, the active one answers (a standby binds
-            nothing), and when it goes silent the next is tried; reads keep
-            answering from the cache meanwhile.
+            needed: the publisher's address is learned in the handshake), or the addresses
+            of an HA pair (``["tcp://a:26500", "tcp://b:26500"]``): they are tried in turn,
+            the active one answers (a standby binds nothing), and when it goes silent the
+            next is tried; reads keep answering from the cache meanwhile.
         databases: follow only these databases (plus global objects such as
             privileges and cache pools); None follows everything.
         client_id: how catalogd names this subscriber (default: host-pid-random).
@@ -184,6 +183,14 @@ class CatalogSubscriber:
     def service_id(self) -> str:
         """The id of the catalogd process the cache came from ("" before sync)."""
         return self.cache_view().service_id
+
+    @property
+    def hms_uri(self) -> str | None:
+        """The HMS catalogd reads, ``thrift://host:port``, as its welcome said; None before
+        the first sync or when catalogd reads the metastore database (``--hms-db``)."""
+        told = self._transport.welcome
+        same = told is not None and self.is_synced and told.service_id == self.service_id
+        return told.hms_uri if same and told is not None else None
 
     @property
     def is_synced(self) -> bool:
@@ -317,8 +324,7 @@ class CatalogSubscriber:
 
         what, deadline = f"table {table_name} to load", time.monotonic() + timeout
         while True:
-            # Asked again every few seconds: a request lost with a reconnect or a
-            # full pipe must not leave the caller waiting for the background pool.
+            # Asked again every few seconds: one lost (reconnect, full pipe) must not stall.
             self._transport.send_request(request)
             remaining = deadline - time.monotonic()
             try:
@@ -362,11 +368,10 @@ class CatalogSubscriber:
     def metastore_endpoint(
         self, upstream: str, listen: str = "127.0.0.1:0", **options: Any
     ) -> MetastoreEndpoint:
-        """An HMS Thrift endpoint answering reads from this cache and forwarding the
-        rest to ``upstream`` (``thrift://host:port``); use it as a context manager
-        and give its ``uri`` to Spark as ``spark.hadoop.hive.metastore.uris``.
-        ``options``: the other :class:`~subscriber.metastore.endpoint.EndpointConfig`
-        fields. See :mod:`subscriber.metastore`."""
+        """An HMS Thrift endpoint answering reads from this cache and forwarding the rest to
+        ``upstream`` (``thrift://host:port``, e.g. :attr:`hms_uri`); use it as a context
+        manager and give its ``uri`` to Spark as ``spark.hadoop.hive.metastore.uris``.
+        ``options``: other :class:`~subscriber.metastore.endpoint.EndpointConfig` fields."""
         from subscriber.metastore.endpoint import EndpointConfig, MetastoreEndpoint
 
         return MetastoreEndpoint(self, EndpointConfig(upstream=upstream, listen=listen, **options))

@@ -35,7 +35,7 @@ from subscriber.curve import ClientKeys
 from subscriber.endpoints import parse_endpoints
 from subscriber.protocol import codec, wire
 from subscriber.protocol.errors import AuthenticationError, ProtocolError
-from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk
+from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, Welcome
 from subscriber.sync import ActionKind, Phase, Step, SyncMachine
 
 log = logging.getLogger(__name__)
@@ -113,6 +113,8 @@ class SubscriberTransport:
         self._logged: set[str] = set()  # the few failure texts already logged
         self.endpoint = config.endpoints[0]
         """The address of the current (or next) session."""
+        self.welcome: Welcome | None = None
+        """The last session's welcome (swapped whole by this thread; None before one)."""
 
     def start(self) -> None:
         self._thread.start()
@@ -216,7 +218,7 @@ class SubscriberTransport:
             ),
         )
 
-    def _handshake(self, dealer: zmq.Socket) -> Any | None:
+    def _handshake(self, dealer: zmq.Socket) -> Welcome | None:
         dealer.send(codec.pack(self._hello()))
         deadline = time.monotonic() + self.config.hello_timeout_s
         while not self._stop.is_set():
@@ -229,7 +231,12 @@ class SubscriberTransport:
             if dealer.poll(int(min(remaining, 0.2) * 1000)):
                 response = self._receive(dealer)
                 if response is not None and response.welcome is not None:
-                    return response.welcome
+                    try:
+                        self.welcome = wire.parse_welcome(response.welcome)
+                    except ProtocolError:
+                        self.stats.garbage += 1
+                        continue
+                    return self.welcome
         return None
 
     def _check_handshake(self) -> None:

@@ -52,6 +52,9 @@ class ServerConfig:
     """Joined connections remembered; the longest silent one makes room."""
     curve: CurveServer | None = None
     """CURVE keys for the ROUTER and PUB (ZAP domain ``subscribers``); None: plain TCP."""
+    hms_uri: str | None = None
+    """The HMS Thrift URI told to subscribers in the welcome (an HMS endpoint's default
+    upstream); None: catalogd reads the metastore database, not an HMS."""
 
 
 @dataclass

@@ -8,7 +8,8 @@ plain values) and sends what it says. The catalog is only read here.
 What each command yields:
 
 * ``hello`` -> a ``TWelcome`` (service id, advertised PUB endpoint, version,
-  heartbeat interval, oldest catch-up version, protocol version) and
+  heartbeat interval, oldest catch-up version, protocol version, and the HMS
+  Thrift URI catalogd reads, when it reads one) and
   ``early_heartbeat``: a joining subscriber waits for its first SUB message,
   so a prompt heartbeat saves it up to one interval.
 * ``snapshot`` -> no immediate response but a :class:`SnapshotJob` to stream
@@ -67,6 +68,8 @@ class ServerState:
     heartbeat_interval_s: float
     snapshot_chunk: int
     max_catch_up_entries: int
+    hms_uri: str | None = None
+    """The HMS Thrift URI catalogd reads (None: none, it reads the metastore database)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +171,7 @@ def welcome(catalog: Catalog, state: ServerState) -> Any:
         heartbeat_interval_ms=int(state.heartbeat_interval_s * 1000),
         oldest_catch_up_version=catalog.floor,
         protocol_version=svc.PROTOCOL_VERSION,
+        hms_uri=state.hms_uri,
     )
 
 

@@ -412,4 +412,5 @@ class CatalogServer:
             heartbeat_interval_s=self._heartbeat_interval,
             snapshot_chunk=self.config.snapshot_chunk,
             max_catch_up_entries=self.config.max_catch_up_entries,
+            hms_uri=self.config.hms_uri,
         )

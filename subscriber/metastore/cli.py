@@ -3,15 +3,17 @@
 ::
 
     python -m subscriber metastore --catalogd tcp://HOST:26500 --listen 127.0.0.1:9083 \\
-        --upstream thrift://hms:9083 [--databases a,b] [--max-lag 30] [--write-wait 10]
+        [--upstream thrift://hms:9083] [--databases a,b] [--max-lag 30] [--write-wait 10]
 
 Any HMS client on the host (Spark, Hive, Trino, the ``hive`` CLI) then uses
-``thrift://127.0.0.1:9083``. Logs go to stderr, with a counters line every
-``--stats-interval`` seconds and at exit: calls served from the cache and forwarded
-to HMS by reason (write, locked: the connection holds an HMS lock or transaction,
-pending: a write touched it and the cache does not show it yet, stale, unknown
-method, not cached, cannot evaluate), in total and per method.
-SIGINT/SIGTERM stop it.
+``thrift://127.0.0.1:9083``. Writes and what the cache cannot answer go to the Hive
+Metastore catalogd reports (its embedded HMS, or its --hms), or to --upstream.
+
+Logs go to stderr, with a counters line every ``--stats-interval`` seconds and at
+exit: calls served from the cache and forwarded to HMS by reason (write, locked: the
+connection holds an HMS lock or transaction, pending: a write touched it and the
+cache does not show it yet, stale, unknown method, not cached, cannot evaluate), in
+total and per method. SIGINT/SIGTERM stop it.
 """
 
 from __future__ import annotations
@@ -19,27 +21,22 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import socket
 import sys
 import threading
 from typing import Any
 
 from subscriber.api import CatalogSubscriber
 from subscriber.endpoints import parse_endpoints
-from subscriber.protocol.errors import CatalogError
+from subscriber.metastore.endpoint import MetastoreEndpoint
+from subscriber.metastore.upstream import parse_uri
+from subscriber.protocol.errors import CatalogError, InvalidRequestError
 
 log = logging.getLogger("subscriber.metastore")
-# catalogd.addresses.DEFAULT_EMBEDDED_HMS_PORT (the subscriber does not import catalogd)
-EMBEDDED_HMS = "thrift://127.0.0.1:26503"
-
-
-def _answers(uri: str) -> bool:
-    host, _, port = uri.removeprefix("thrift://").rpartition(":")
-    try:
-        socket.create_connection((host, int(port)), timeout=2.0).close()
-    except OSError:
-        return False
-    return True
+_LOOPBACK = ("127.", "localhost", "[::1]", "::1")
+NO_HMS = (
+    "catalogd reports no Hive Metastore (it reads the metastore database, --hms-db, or is "
+    "older than this report): give --upstream thrift://HOST:PORT"
+)
 
 
 def add_parser(commands: Any) -> None:
@@ -47,7 +44,7 @@ def add_parser(commands: Any) -> None:
     cmd = commands.add_parser(
         "metastore",
         help="serve an HMS Thrift endpoint from the cache, forwarding the rest to HMS",
-        description="\n\n".join(__doc__.split("\n\n")[1:4]),
+        description="\n\n".join(__doc__.split("\n\n")[1:5]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cmd.add_argument(
@@ -61,45 +58,58 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument(
         "--upstream",
         metavar="URI",
-        help=f"the real HMS, thrift://HOST:9083 (default {EMBEDDED_HMS}: the embedded HMS of "
-        "a catalogd on this host started without --hms, at its default port)",
+        help="the real HMS, thrift://HOST:9083 (default: the HMS catalogd reports, learned "
+        "at the first sync: its embedded HMS or its --hms; none with --hms-db alone)",
     )
-    cmd.add_argument("--listen", default="127.0.0.1:9083", help="HOST:PORT to serve on")
-    cmd.add_argument("--databases", help="comma-separated databases to follow (default: all)")
+    cmd.add_argument(
+        "--listen", default="127.0.0.1:9083", metavar="HOST:PORT", help="where to serve"
+    )
+    cmd.add_argument(
+        "--databases", metavar="DB,DB", help="comma-separated databases to follow (default: all)"
+    )
     cmd.add_argument(
         "--max-lag",
         type=float,
         default=30.0,
+        metavar="SECONDS",
         help="serve reads while the cache is behind by at most this many seconds",
     )
     cmd.add_argument(
         "--write-wait",
         type=float,
         default=10.0,
+        metavar="SECONDS",
         help="seconds at most that reads of what a write touched go to HMS while the "
         "cache does not show the write yet (read-your-writes; the write itself never waits)",
     )
-    cmd.add_argument("--sync-timeout", type=float, default=60.0, help="seconds to wait for sync")
-    cmd.add_argument("--stats-interval", type=float, default=60.0, help="seconds between counters")
+    cmd.add_argument(
+        "--sync-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds to wait for the first sync",
+    )
+    cmd.add_argument(
+        "--stats-interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between counters lines",
+    )
     cmd.add_argument("--server-key", metavar="FILE", help="catalogd's public CURVE key file")
     cmd.add_argument("--key", metavar="FILE", help="this client's secret CURVE key file")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the endpoint until SIGINT/SIGTERM. Exit codes: 0 stopped, 2 bad
-    arguments, 3 not synced in time, 4 the listen address cannot be bound."""
+    """Run the endpoint until SIGINT/SIGTERM. Exit codes: 0 stopped, 2 bad arguments
+    (or no --upstream and catalogd reports no HMS), 3 not synced in time, 4 the listen
+    address cannot be bound."""
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     databases = (
         [d.strip() for d in args.databases.split(",") if d.strip()] if args.databases else None
     )
-    if args.upstream is None:
-        if not _answers(EMBEDDED_HMS):
-            print(f"metastore: nothing listens at {EMBEDDED_HMS}: give --upstream", file=sys.stderr)
-            return 2
-        log.info("no --upstream: forwarding to the embedded HMS at %s", EMBEDDED_HMS)
-    upstream = args.upstream or EMBEDDED_HMS
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -110,12 +120,8 @@ def run(args: argparse.Namespace) -> int:
             server_key=args.server_key,
             client_key=args.key,
         )
-        endpoint = sub.metastore_endpoint(
-            upstream=upstream,
-            listen=args.listen,
-            max_lag_s=args.max_lag,
-            write_wait_s=args.write_wait,
-        )
+        # Given, the upstream is checked before waiting for the sync; else it is learned then.
+        endpoint = _endpoint(sub, args.upstream, args) if args.upstream else None
     except CatalogError as exc:
         print(f"metastore: {exc}", file=sys.stderr)
         return 2
@@ -126,6 +132,12 @@ def run(args: argparse.Namespace) -> int:
             # Serving anyway would forward every read: say so, and stop.
             print(f"metastore: {exc}", file=sys.stderr)
             return 3
+        if endpoint is None:
+            try:
+                endpoint = _endpoint(sub, _reported_upstream(sub, args.catalogd), args)
+            except CatalogError as exc:
+                print(f"metastore: {exc}", file=sys.stderr)
+                return 2
         try:
             endpoint.start()
         except OSError as exc:
@@ -137,3 +149,37 @@ def run(args: argparse.Namespace) -> int:
                 log.info("calls: %s", endpoint.stats.summary())
             log.info("stopping; calls: %s", endpoint.stats.summary())
     return 0
+
+
+def _endpoint(sub: CatalogSubscriber, upstream: str, args: argparse.Namespace) -> MetastoreEndpoint:
+    return sub.metastore_endpoint(
+        upstream=upstream, listen=args.listen, max_lag_s=args.max_lag, write_wait_s=args.write_wait
+    )
+
+
+def _reported_upstream(sub: CatalogSubscriber, catalogd: list[str]) -> str:
+    """The HMS catalogd reports (the subscriber is synced), checked and logged.
+
+    Raises:
+        InvalidRequestError: catalogd reports none, or not a ``thrift://HOST:PORT``.
+    """
+    uri = sub.hms_uri
+    if uri is None:
+        raise InvalidRequestError(NO_HMS)
+    try:
+        host, _ = parse_uri(uri)
+    except InvalidRequestError:
+        raise InvalidRequestError(
+            f"catalogd reports the Hive Metastore as {uri!r}, not thrift://HOST:PORT: "
+            "give --upstream"
+        ) from None
+    log.info("no --upstream: forwarding to %s, the Hive Metastore catalogd reads", uri)
+    catalogd_host = parse_endpoints(catalogd)[0].split("://", 1)[-1].rpartition(":")[0]
+    if host.startswith(_LOOPBACK) and not catalogd_host.startswith(_LOOPBACK):
+        log.warning(
+            "%s is a loopback address on catalogd's host (%s): unless catalogd runs on this "
+            "host, give --upstream",
+            uri,
+            catalogd_host,
+        )
+    return uri

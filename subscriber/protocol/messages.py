@@ -5,6 +5,7 @@ Published on PUB/SUB: :class:`DeltaPart` (one database's entries of a delta),
 :class:`Commit` (closes a delta with its entry counts per database) and
 :class:`Heartbeat`. Answering a snapshot request on ROUTER/DEALER:
 :class:`SnapshotChunk` values numbered from 0, then one :class:`SnapshotEnd`.
+Answering a hello: :class:`Welcome`.
 """
 
 from __future__ import annotations
@@ -62,3 +63,15 @@ class SnapshotEnd:
     version: int
     count: int
     chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class Welcome:
+    """catalogd's answer to a hello: who it is and where it publishes."""
+
+    service_id: str
+    pub_endpoint: str
+    version: int
+    hms_uri: str | None = None
+    """The Hive Metastore catalogd reads (``thrift://host:port``); None when it reads the
+    metastore database directly, or is a catalogd that does not say."""

@@ -41,7 +41,14 @@ from subscriber.protocol import codec
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.errors import ProtocolError
 from subscriber.protocol.keys import GLOBAL, database_of
-from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, SnapshotEnd
+from subscriber.protocol.messages import (
+    Commit,
+    DeltaPart,
+    Heartbeat,
+    SnapshotChunk,
+    SnapshotEnd,
+    Welcome,
+)
 
 svc = idl.catalog_service
 
@@ -246,6 +253,24 @@ def parse_snapshot_reply(response: Any) -> SnapshotChunk | SnapshotEnd:
     if end is None or response.status.code != svc.TStatusCode.OK:
         raise ProtocolError("snapshot answered with an error, or with neither chunk nor end")
     return SnapshotEnd(end.service_id, end.version, end.count, end.chunks)
+
+
+MAX_HMS_URI = 1024
+"""The longest ``hms_uri`` a welcome may carry (a host name is at most 253 bytes)."""
+
+
+def parse_welcome(t: Any) -> Welcome:
+    """The :class:`Welcome` in a decoded ``TWelcome``. Its ``hms_uri`` is passed on as
+    sent (its form is checked where it is used, as a ``--upstream`` would be).
+
+    Raises:
+        ProtocolError: a required field missing, or an ``hms_uri`` over
+            :data:`MAX_HMS_URI` characters.
+    """
+    _require(t, "service_id", "pub_endpoint", "version")
+    if t.hms_uri is not None and len(t.hms_uri) > MAX_HMS_URI:
+        raise ProtocolError(f"welcome: hms_uri of {len(t.hms_uri)} characters")
+    return Welcome(t.service_id, t.pub_endpoint, t.version, t.hms_uri or None)
 
 
 def delta_to_thrift(service_id: str, delta: Delta) -> object:

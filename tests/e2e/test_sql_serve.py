@@ -65,6 +65,7 @@ def test_serve_from_the_metastore_database(hms_postgres: EmbeddedMetastore, tmp_
         server.wait_loaded()
         with CatalogSubscriber(server.endpoint) as sub:
             sub.wait_synced(30)
+            assert sub.hms_uri is None  # --hms-db alone: catalogd reads no HMS to report
             wait_until(
                 lambda: (
                     {e.key for e in sub._machine.cache.view.entries() if database_of(e.key)} >= want

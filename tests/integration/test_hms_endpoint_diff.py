@@ -2,12 +2,13 @@
 
 One catalog of odd names and values (:mod:`support.hms_diff`) is written into the
 session HMS; an in-process catalogd loads it and a subscriber's endpoint serves it.
-Every method the endpoint answers from its cache is then called with a table of
-argument cases, through the same raw Thrift client, directly on HMS and through
-the endpoint; both replies are decoded generically (field ids, wire types, values;
-optional fields present or absent) and must be equal. Whether the endpoint served
-a case or forwarded it is counted and printed, not asserted case by case: an exact
-forward is a correct answer, and the served count must stay high.
+Every method the endpoint answers from its cache (and the privilege reads, which it
+forwards: docs/HMS-ENDPOINT.md) is then called with a table of argument cases, through
+the same raw Thrift client, directly on HMS and through the endpoint; both replies are
+decoded generically (field ids, wire types, values; optional fields present or absent)
+and must be equal. Whether the endpoint served a case or forwarded it is counted and
+printed, not asserted case by case: an exact forward is a correct answer, and the
+served count must stay high.
 """
 
 from __future__ import annotations
@@ -20,11 +21,16 @@ from typing import Any
 import pytest
 from support.hms_diff import (
     DB,
+    GRANT_GROUP,
+    GRANT_ROLE,
+    GRANT_USER,
     OTHER_DB,
     RawClient,
     decode_reply,
     differences,
+    grant,
     populate,
+    revoke,
 )
 from support.measurements import record_measurement
 from thriftpy2.thrift import TException
@@ -48,6 +54,7 @@ def served(
     hms: EmbeddedMetastore, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[MetastoreEndpoint]:
     populate(hms.uri, f"file:{tmp_path_factory.mktemp('diff-wh')}")
+    grant(hms.uri)
     with MetastoreClient(hms.uri) as client:
         objects, _ = load_catalog(ThriftSource(client))
         functions = convert.function_objects(client.get_all_functions())
@@ -65,6 +72,7 @@ def served(
                 yield endpoint
     finally:
         server.close()
+        revoke(hms.uri)
         with MetastoreClient(hms.uri) as client:
             for db in (DB, OTHER_DB):
                 for fn in client.raw.get_functions(db, "*"):
@@ -229,6 +237,47 @@ def cases() -> Iterator[tuple[str, dict[str, Any]]]:
                     {"db_name": DB, "tbl_name": table, "filter": text, "max_parts": mp},
                 )
             yield "get_num_partitions_by_filter", {"db_name": DB, "tbl_name": table, "filter": text}
+    yield from privilege_cases()
+
+
+def privilege_cases() -> Iterator[tuple[str, dict[str, Any]]]:
+    """``list_privileges`` and ``get_privilege_set`` over support.hms_diff's grants."""
+    kind, ptype = hms.HiveObjectType, hms.PrincipalType
+    refs = [
+        hms.HiveObjectRef(),  # every grant of the principal
+        hms.HiveObjectRef(objectType=kind.GLOBAL),
+        hms.HiveObjectRef(objectType=kind.DATABASE, dbName=DB),
+        hms.HiveObjectRef(objectType=kind.DATABASE, dbName=DB.upper()),
+        hms.HiveObjectRef(objectType=kind.TABLE, dbName=DB, objectName="typed"),
+        hms.HiveObjectRef(objectType=kind.TABLE, dbName=DB, objectName="TYPED"),
+        hms.HiveObjectRef(objectType=kind.TABLE, dbName=DB, objectName="t22"),
+        hms.HiveObjectRef(objectType=kind.TABLE, dbName=DB, objectName="nosuch"),
+        hms.HiveObjectRef(objectType=kind.COLUMN, dbName=DB, objectName="typed", columnName="c1"),
+        hms.HiveObjectRef(
+            objectType=kind.PARTITION, dbName=DB, objectName="strs", partValues=["x", "2"]
+        ),
+    ]
+    principals = [
+        (GRANT_USER, ptype.USER),
+        (GRANT_USER.lower(), ptype.USER),
+        (GRANT_ROLE, ptype.ROLE),
+        (GRANT_ROLE.lower(), ptype.ROLE),
+        (GRANT_GROUP, ptype.GROUP),
+        ("nobody", ptype.USER),
+    ]
+    for ref in refs:
+        for name, principal_type in principals:
+            yield (
+                "list_privileges",
+                {"principal_name": name, "principal_type": principal_type, "hiveObject": ref},
+            )
+        if ref.objectType is None:
+            continue
+        for user, groups in ((GRANT_USER, [GRANT_GROUP]), ("nobody", []), (None, None)):
+            yield (
+                "get_privilege_set",
+                {"hiveObject": ref, "user_name": user, "group_names": groups},
+            )
 
 
 def test_every_served_method_answers_as_hms_does(

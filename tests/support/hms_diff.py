@@ -3,7 +3,9 @@
 :func:`populate` writes (over Thrift) one database of odd names and values into an
 HMS: typed partition keys (int, smallint, date, varchar, string), values with
 ``/``, ``=``, ``%``, non-ASCII and upper case, partitions added out of name order,
-a view, functions in two databases added out of name order. :func:`raw_call`
+a view, functions in two databases added out of name order; :func:`grant` adds grants
+on its objects (a role, a user and a group; none global) and :func:`revoke` takes them
+back. :func:`raw_call`
 sends one encoded call over a kept socket and returns the reply's bytes;
 :func:`decode_reply` turns a reply into plain values (field ids, wire types,
 values; maps as sorted pairs), so two replies compare equal exactly when they
@@ -12,6 +14,7 @@ carry the same fields, present or absent, with the same values.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 from typing import Any
@@ -153,6 +156,79 @@ def populate(uri: str, warehouse: str) -> None:
                     ],
                 )
             )
+
+
+# Principals of the grants (unique to this test: the session HMS is shared).
+GRANT_USER, GRANT_GROUP, GRANT_ROLE = "DiffUser", "diffgrp", "DiffRole"
+
+
+def grant_bag() -> Any:
+    """Grants on the catalog's objects that the catalog's conversion cannot keep exactly:
+    names and privilege strings in mixed case, two grantors of two types, WITH GRANT
+    OPTION, UPDATE (no Impala level), a partition and a column; none global."""
+    user, group, role = hms.PrincipalType.USER, hms.PrincipalType.GROUP, hms.PrincipalType.ROLE
+    kind = hms.HiveObjectType
+    db = hms.HiveObjectRef(objectType=kind.DATABASE, dbName=DB)
+    typed = hms.HiveObjectRef(objectType=kind.TABLE, dbName=DB, objectName="typed")
+    t22 = hms.HiveObjectRef(objectType=kind.TABLE, dbName=DB, objectName="t22")
+    column = hms.HiveObjectRef(
+        objectType=kind.COLUMN, dbName=DB, objectName="typed", columnName="c1"
+    )
+    part = hms.HiveObjectRef(
+        objectType=kind.PARTITION, dbName=DB, objectName="strs", partValues=["x", "2"]
+    )
+    rows = [
+        (typed, GRANT_USER, user, "Select", "bob", role, True),
+        (typed, GRANT_USER, user, "UPDATE", "admin", user, False),
+        (db, GRANT_USER, user, "ALL", "admin", user, False),
+        (column, GRANT_USER, user, "SELECT", "admin", user, False),
+        (part, GRANT_USER, user, "INSERT", "admin", user, False),
+        (typed, GRANT_ROLE, role, "select", "admin", user, False),
+        (t22, GRANT_GROUP, group, "INSERT", "admin", user, True),
+    ]
+    return hms.PrivilegeBag(
+        privileges=[
+            hms.HiveObjectPrivilege(
+                hiveObject=ref,
+                principalName=name,
+                principalType=ptype,
+                grantInfo=hms.PrivilegeGrantInfo(
+                    privilege=privilege,
+                    createTime=0,
+                    grantor=grantor,
+                    grantorType=grantor_type,
+                    grantOption=option,
+                ),
+            )
+            for ref, name, ptype, privilege, grantor, grantor_type, option in rows
+        ]
+    )
+
+
+def grant(uri: str) -> None:
+    """Make the role, grant it to the user, and make :func:`grant_bag`'s grants."""
+    from catalogd.hms.client import MetastoreClient
+
+    user = hms.PrincipalType.USER
+    with MetastoreClient(uri) as client:
+        raw = client.raw
+        raw.create_role(hms.Role(roleName=GRANT_ROLE, createTime=0, ownerName="admin"))
+        raw.grant_role(GRANT_ROLE, GRANT_USER, user, "admin", user, False)
+        raw.grant_privileges(grant_bag())
+
+
+def revoke(uri: str) -> None:
+    """Take :func:`grant`'s grants and role back (what is gone already is skipped)."""
+    from thriftpy2.thrift import TException
+
+    from catalogd.hms.client import MetastoreClient
+
+    with MetastoreClient(uri) as client:
+        for one in grant_bag().privileges:
+            with contextlib.suppress(TException):
+                client.raw.revoke_privileges(hms.PrivilegeBag(privileges=[one]))
+        with contextlib.suppress(TException):
+            client.raw.drop_role(GRANT_ROLE)
 
 
 def _copy_sd(sd: Any, location: str) -> Any:

@@ -281,10 +281,9 @@ def test_a_bind_without_tcp_means_tcp() -> None:
     assert config.server.bind == "tcp://127.0.0.1:26600"
 
 
-def test_the_embedded_hms_has_a_stable_default_port_the_sidecar_knows() -> None:
+def test_the_embedded_hms_has_a_stable_default_port() -> None:
+    """A sidecar learns the address from the welcome (tests/e2e/test_sidecar_upstream.py)."""
     from catalogd.addresses import DEFAULT_EMBEDDED_HMS_PORT
-    from subscriber.metastore.cli import EMBEDDED_HMS
 
     config, _ = load_config(None, {}, {})
     assert config.hms.embedded_port == DEFAULT_EMBEDDED_HMS_PORT == 26503
-    assert f"thrift://127.0.0.1:{DEFAULT_EMBEDDED_HMS_PORT}" == EMBEDDED_HMS

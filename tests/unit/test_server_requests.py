@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -73,6 +74,14 @@ def test_hello_is_answered_with_a_welcome_and_an_early_heartbeat() -> None:
     assert welcome.heartbeat_interval_ms == 250
     assert welcome.oldest_catch_up_version == catalog.floor
     assert welcome.protocol_version == svc.PROTOCOL_VERSION
+    assert welcome.hms_uri is None  # the state names no HMS: the field stays unset
+
+
+def test_the_welcome_names_the_hms_catalogd_reads() -> None:
+    state = dataclasses.replace(STATE, hms_uri="thrift://127.0.0.1:26503")
+    out = answer(svc.TRequest(request_id=1, hello=svc.THello(client_id="c")), populated(), state)
+    welcome = codec.unpack(svc.TResponse, codec.pack(sent(out))).welcome
+    assert wire.parse_welcome(welcome).hms_uri == "thrift://127.0.0.1:26503"
 
 
 def test_the_advertised_pub_endpoint_takes_the_advertise_host() -> None:
