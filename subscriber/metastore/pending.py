@@ -14,13 +14,8 @@ Invariants (:class:`Pending`):
   from the recorded one (catalogd reloaded it: the cache changed), or when
   ``bound_s`` has passed since it was marked (then it is served from the cache
   again and reported once by :meth:`Pending.take_expired`).
-* Marking an object again restarts its bound. If it was still pending with its
-  mark unchanged (the earlier write's reload has not shown yet), the next change
-  may be that earlier reload, which may not include the newer write: the object
-  stays pending through that change, asks for one more reload then
-  (:meth:`Pending.take_reloads`; catalogd starts it after the newer write was
-  answered) and clears at the change after it. Otherwise the mark is replaced by
-  the newer write's before-state.
+* Marking an object again replaces its mark (the newer write's before-state) and
+  restarts its bound.
 * At most ``limit`` objects are held. A write that would hold more is not recorded
   object by object: every read is pending until ``bound_s`` after it (what was
   dropped cannot be watched, so nothing is served until it must have cleared or
@@ -100,7 +95,6 @@ class _Held:
     mark: Mark
     since: float
     until: float
-    again: bool = False  # marked again before its earlier reload showed: one more change
 
 
 class Pending:
@@ -125,7 +119,6 @@ class Pending:
         self._count = 0
         self._overflow_until: float | None = None
         self._expired: list[Target] = []
-        self._reloads: list[Target] = []
         self.cleared_seconds: list[float] = []
         """How long each object stayed pending until seen cleared (drained by
         :meth:`take_cleared`)."""
@@ -153,14 +146,9 @@ class Pending:
             return False
         for target, before in marks.items():
             tables = self._held.setdefault(target.db, {})
-            held = tables.get(target.table)
-            if held is None:
+            if target.table not in tables:
                 self._count += 1
-                tables[target.table] = _Held(before, now, now + self.bound_s)
-            elif held.mark.same(before):  # the earlier reload has not shown yet
-                held.again, held.until = True, now + self.bound_s
-            else:
-                tables[target.table] = _Held(before, held.since, now + self.bound_s)
+            tables[target.table] = _Held(before, now, now + self.bound_s)
         return True
 
     def is_pending(self, view: CacheView, read: Read, now: float) -> bool:
@@ -184,12 +172,6 @@ class Pending:
         last call (each reported once)."""
         expired, self._expired = self._expired, []
         return expired
-
-    def take_reloads(self) -> list[Target]:
-        """Objects to reload once more (marked again before their earlier reload
-        showed; that reload has now shown), since the last call."""
-        reloads, self._reloads = self._reloads, []
-        return reloads
 
     def take_cleared(self) -> list[float]:
         """Seconds each object stayed pending, for those seen cleared since the last call."""
@@ -222,16 +204,10 @@ class Pending:
         held = self._held.get(db, {}).get(table)
         if held is None:
             return False
-        current = self._mark(view, Target(db, table))
-        changed = not current.same(held.mark)
-        if changed and not held.again:
+        if not self._mark(view, Target(db, table)).same(held.mark):
             self.cleared_seconds.append(now - held.since)
         elif now >= held.until:
             self._expired.append(Target(db, table))
-        elif changed:  # the earlier reload showed: wait for one that follows the write
-            held.mark, held.again = current, False
-            self._reloads.append(Target(db, table))
-            return True
         else:
             return True
         self._drop(db, table)

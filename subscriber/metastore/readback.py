@@ -64,8 +64,7 @@ class ReadBack:
         with self._lock:
             found = self._pending.is_pending(view, read, self._clock())
             cleared, expired = self._pending.take_cleared(), self._pending.take_expired()
-            again = self._pending.take_reloads()
-        self._report(cleared, expired, again)
+        self._report(cleared, expired)
         return found
 
     def mark(
@@ -90,7 +89,6 @@ class ReadBack:
             marks = {t: pending.mark(before, t) for t in targets if not t.guess}
             fitted = self._pending.add(now_view, marks, now)
             cleared, expired = self._pending.take_cleared(), self._pending.take_expired()
-            again = self._pending.take_reloads()
         self._stats.count_pending(marked=len(marks), overflow=not fitted)
         if not fitted:
             log.warning(
@@ -98,16 +96,14 @@ class ReadBack:
                 self._pending.limit,
                 self._pending.bound_s,
             )
-        self._report(cleared, expired, again)
+        self._report(cleared, expired)
         for target in targets:  # not cached here otherwise: nothing to reload
             self._reload(target.db, target.table)
         if marks:
             log.debug("HMS endpoint: %s: pending %s", why, ", ".join(map(_named, marks)))
         return targets
 
-    def _report(self, cleared: list[float], expired: list[Target], again: list[Target]) -> None:
-        for target in again:  # marked again before an earlier reload showed
-            self._reload(target.db, target.table)
+    def _report(self, cleared: list[float], expired: list[Target]) -> None:
         if cleared:
             self._stats.count_pending(cleared=cleared)
         if not expired:
@@ -116,9 +112,8 @@ class ReadBack:
         shown = ", ".join(_named(t) for t in expired[:8])
         more = f" and {len(expired) - 8} more" if len(expired) > 8 else ""
         log.warning(
-            "HMS endpoint: the cache did not change after a write to %s%s within %gs "
-            "(not reloaded yet, or the write changed nothing catalogd keeps); serving it "
-            "from the cache again",
+            "HMS endpoint: the cache did not show a write to %s%s within %gs; serving "
+            "it from the cache again (a read may not show the write yet)",
             shown,
             more,
             self._pending.bound_s,
