@@ -267,13 +267,13 @@ def run_iceberg(commits: int, rounds: int) -> list[Result]:
 
 def _read_workload(via: Any, endpoint: Any, relay: Any) -> tuple[int, int, int]:
     """Reads (list, load, plan) through ``via``: (served, forwarded, calls reaching HMS)."""
-    from subscriber.metastore import framing
+    from subscriber.metastore import methods
 
     def reads(kinds: set[str]) -> int:
         return sum(
             n
             for method, counts in endpoint.stats.by_method().items()
-            if not framing.is_write(method)
+            if not methods.is_write(method)
             for kind, n in counts.items()
             if kind in kinds
         )
