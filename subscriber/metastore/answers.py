@@ -29,7 +29,7 @@ from typing import Any
 import idl
 from subscriber.cache import CacheView, PartitionSet
 from subscriber.memo import BoundedMemo
-from subscriber.metastore import filters, presence, shapes
+from subscriber.metastore import filters, shapes
 from subscriber.metastore.framing import struct_list_success, success_struct
 from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec, hms_partition
@@ -193,12 +193,12 @@ class CacheAnswers:
         return entry, table.metastore_table
 
     def _table_bytes(self, entry: Entry, table: Any) -> bytes:
-        """The HMS ``Table`` as HMS sends it (see :mod:`.presence`), memoised."""
+        """The HMS ``Table`` as HMS sends it (the IDL gives optional fields no default,
+        so a decoded struct carries exactly the fields HMS sent), memoised."""
         memo_key = (entry.key, entry.version)
         data = self._encoded.values.get(memo_key)
         if data is None:
-            encoded = codec.encode(presence.table_for_wire(table), check=False)
-            data = self._encoded.put(memo_key, presence.with_skew_maps(encoded, presence.TABLE_SD))
+            data = self._encoded.put(memo_key, codec.encode(table, check=False))
         return data
 
     def _found_table(self, view: CacheView, db: str, name: str) -> tuple[Entry, Any]:
@@ -289,10 +289,7 @@ class CacheAnswers:
             rebuilt = hms_partition.rebuild(table, self._decode(entry).hdfs_partition)
             if rebuilt is None:
                 raise Forward("partition kept without its HMS struct")
-            encoded = codec.encode(rebuilt, check=False)
-            data = self._encoded.put(
-                memo_key, presence.with_skew_maps(encoded, presence.PARTITION_SD)
-            )
+            data = self._encoded.put(memo_key, codec.encode(rebuilt, check=False))
         return data
 
     def _partitions(self, table: Any, rows: list[Any], max_parts: int | None) -> bytes:
