@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 
 from catalogd.loading import workers as load_workers
 from catalogd.loading.workers import LoadWorkers
@@ -23,7 +24,8 @@ def test_close_kills_a_stuck_worker_within_its_timeout() -> None:
     # The worker's source factory never returns in time: a worker stuck as if on a
     # database that does not answer.
     workers = LoadWorkers(functools.partial(time.sleep, 60), 1).start()
-    time.sleep(1.0)  # spawned, and inside the factory
+    # Spawned (from the fork server: slow under load), then inside the factory.
+    wait_until(lambda: len(_pids(workers)) == 1, what="the worker process")
     (pid,) = _pids(workers)
     started = time.monotonic()
     workers.close(timeout=1.0)
