@@ -12,6 +12,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from contextlib import ExitStack
 from typing import Any
 
@@ -145,8 +146,8 @@ class Startup:
     def _load_request(self, db: str, table: str) -> None:
         self.loader.request_urgent(db, table)
 
-    def _reload_request(self, db: str, table: str) -> None:
-        self.loader.request_reload(db, table)
+    def _reload_request(self, db: str, table: str) -> Future[int]:
+        return self.loader.request_reload(db, table)
 
     def make_operations(self) -> None:
         """The write path (its sources, file metadata, load workers, cache marks) and

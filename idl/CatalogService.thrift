@@ -141,6 +141,9 @@ struct TLoadTableRequest {
   // Reload it even when loaded (a write was made through an HMS endpoint);
   // with tbl_name "" reload the database's table names and functions.
   3: optional bool reload
+  // With reload: answer once the reload is published (TResponse.loaded_version),
+  // not at once; a load that fails answers with an error status.
+  4: optional bool answer_when_loaded
 }
 
 // A subscriber's acknowledgement of the version it has applied.
@@ -168,6 +171,9 @@ struct TResponse {
   4: optional TSnapshotChunk chunk
   5: optional TSnapshotEnd snapshot_end
   6: optional TDelta delta
+  // Answer to a TLoadTableRequest with answer_when_loaded: the catalog version
+  // whose state shows the reload (published; the current version if nothing changed).
+  7: optional i64 loaded_version
 }
 
 enum TAdminCommand {

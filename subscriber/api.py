@@ -32,7 +32,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import idl
-from subscriber import privileges, reads
+from subscriber import privileges, reads, requests
 from subscriber.cache import CacheView, ChangeEvent
 from subscriber.curve import KeySource, client_keys
 from subscriber.protocol.delta import Entry
@@ -46,6 +46,7 @@ from subscriber.protocol.errors import (
 )
 from subscriber.protocol.keys import GLOBAL, TableName, database_key
 from subscriber.reads import PartitionSpec
+from subscriber.requests import Loaded
 from subscriber.sync import Step, SyncMachine
 from subscriber.transport import SubscriberTransport, TransportConfig, TransportStats
 
@@ -312,9 +313,7 @@ class CatalogSubscriber:
         table = self._decode(self._table_entry(table_name)).table
         if not load or table.table_type != _UNLOADED:
             return table
-        request = svc.TRequest(
-            load_table=svc.TLoadTableRequest(db_name=table_name.db, tbl_name=table_name.table)
-        )
+        request = requests.load(table_name.db, table_name.table)
 
         def loaded() -> bool:
             try:
@@ -358,12 +357,13 @@ class CatalogSubscriber:
         found = reads.partition_entries(view, name, columns, spec)
         return [self._decode(entry).hdfs_partition for entry in found]
 
-    def request_reload(self, db: str, table: str | None = None) -> None:
+    def request_reload(self, db: str, table: str | None = None, on_loaded: Loaded = None) -> None:
         """Ask catalogd to reload ``db.table`` from HMS now (``table`` None: the
         database's table names and functions), as after a write made elsewhere.
-        One-way and non-blocking: watch the cache (or :meth:`wait_for_version`)."""
-        load = svc.TLoadTableRequest(db_name=db, tbl_name=table or "", reload=True)
-        self._transport.send_request(svc.TRequest(load_table=load))
+        Non-blocking. ``on_loaded`` (called on the subscriber's thread; must not block)
+        gets the version whose state shows the reload once published (wait with
+        :meth:`wait_for_version`), or None if none will come (failed, gone, busy)."""
+        self._transport.send_request(*requests.reload(db, table, on_loaded))
 
     def metastore_endpoint(
         self, upstream: str, listen: str = "127.0.0.1:0", **options: Any

@@ -36,6 +36,7 @@ from subscriber.endpoints import parse_endpoints
 from subscriber.protocol import codec, wire
 from subscriber.protocol.errors import AuthenticationError, ProtocolError
 from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, Welcome
+from subscriber.requests import Answered, Asked
 from subscriber.sync import ActionKind, Phase, Step, SyncMachine
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,9 @@ class SubscriberTransport:
         self._own_context = context is None
         self._context = context or zmq.Context()
         self._stop = threading.Event()
-        self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()  # TRequests from users
+        # TRequests from users, each with the callback its answer goes to (or None).
+        self._requests: queue.SimpleQueue[tuple[Any, Answered | None]] = queue.SimpleQueue()
+        self._asked = Asked()
         self._thread = threading.Thread(target=self._run, name="catalogd-subscriber", daemon=True)
         self._rid = 0
         self._snapshot_rid: int | None = None
@@ -123,12 +126,20 @@ class SubscriberTransport:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+        if not self._thread.is_alive():
+            while not self._requests.empty():  # never sent: nobody will answer
+                _, on_answer = self._requests.get_nowait()
+                if on_answer is not None:
+                    on_answer(None)
         if self._own_context and not self._thread.is_alive():
             self._context.term()
 
-    def send_request(self, request: Any) -> None:
-        """Queue a one-way TRequest (load, report) for the transport thread to send."""
-        self._requests.put(request)
+    def send_request(self, request: Any, on_answer: Answered | None = None) -> None:
+        """Queue a TRequest (load, report) for the transport thread to send. One-way
+        unless ``on_answer`` is given: then the thread gives the request an id and calls
+        ``on_answer`` (on its thread; it must not block) with catalogd's TResponse, or
+        None when none can come (session ended, closed, too many awaited, pipe full)."""
+        self._requests.put((request, on_answer))
 
     def report(self, service_id: str, version: int) -> None:
         """Tell catalogd which version this subscriber has applied (for --sync barriers)."""
@@ -201,6 +212,7 @@ class SubscriberTransport:
                 self._goodbye(dealer)
         finally:
             self._dealer = None
+            self._asked.forget()  # no answer comes to a new session
             with contextlib.suppress(zmq.ZMQError):
                 dealer.disable_monitor()
             self._monitor.close(linger=0)
@@ -298,10 +310,7 @@ class SubscriberTransport:
                     if response is not None and self._response(response):
                         return
             while not self._requests.empty():
-                # A full pipe drops a report or a load request: both are repeated
-                # (reports every second, load requests every few seconds).
-                with contextlib.suppress(zmq.Again):
-                    dealer.send(codec.pack(self._requests.get_nowait()), zmq.NOBLOCK)
+                self._send_asked(dealer, *self._requests.get_nowait())
             if self._handle(self.machine.on_tick(time.monotonic())):
                 return
 
@@ -352,7 +361,8 @@ class SubscriberTransport:
                 self.stats.catch_ups += 1
                 return self._handle(self.machine.on_catch_up(delta, now))
             return self._handle(self.machine.on_catch_up_unavailable(now))
-        return False  # a stale answer, or the reply to a one-way request
+        self._asked.answer(rid, response)  # else a stale answer, or to a one-way request
+        return False
 
     def _snapshot_part(self, response: Any, now: float) -> bool:
         try:
@@ -405,6 +415,17 @@ class SubscriberTransport:
                 snapshot=svc.TSnapshotRequest(databases=self._databases()),
             )
         )
+
+    def _send_asked(self, dealer: zmq.Socket, request: Any, on_answer: Answered | None) -> None:
+        """Send a user's request; one awaiting an answer gets an id and its callback."""
+        if on_answer is not None:
+            request.request_id = self._next_rid()
+            self._asked.add(request.request_id, on_answer)
+        try:
+            dealer.send(codec.pack(request), zmq.NOBLOCK)
+        except zmq.Again:  # a full pipe drops it: loads and reports are repeated
+            if on_answer is not None:
+                self._asked.forget(request.request_id)
 
     def _send(self, request: Any) -> None:
         if self._dealer is None:

@@ -77,6 +77,8 @@ class TableLoader:
         self._reload: set[tuple[str, str]] = set()  # load even if loaded
         self._urgent: set[tuple[str, str]] = set()  # queued as urgent, not yet taken
         self._alone: set[tuple[str, str]] = set()  # too large to load with others
+        # Reloads asked while that key loads: answered by the load after it.
+        self._after: dict[tuple[str, str], list[Future[int]]] = {}
         self._stop = threading.Event()
         self._idle = threading.Condition(self._lock)
         self._threads = [
@@ -119,13 +121,23 @@ class TableLoader:
         ``on_load_request``: never blocks."""
         self.request(db, table, urgent=True)
 
-    def request_reload(self, db: str, table: str) -> None:
+    def request_reload(self, db: str, table: str) -> Future[int]:
         """An urgent load even if loaded (``table`` "": the database's names and
         functions), after a write through an HMS endpoint. Never blocks; a
-        request arriving while that key loads makes it load once more."""
+        request arriving while that key loads makes it load once more.
+
+        The Future gives the version whose state shows a load that *started after
+        this call* (so it read HMS after the write): the published version of the
+        change, the current one when nothing changed or the object is gone from HMS
+        (its removal is published by then); an exception when the load failed."""
+        key = (db.lower(), table.lower())
         with self._lock:
-            self._reload.add((db.lower(), table.lower()))
-        self.request(db, table, urgent=True)
+            self._reload.add(key)
+            if key in self._running:  # that load may have read HMS before the write
+                waiter: Future[int] = Future()
+                self._after.setdefault(key, []).append(waiter)
+                return waiter
+        return self.request(db, table, urgent=True)
 
     def enqueue_unloaded(self, db: str | None = None) -> int:
         """Queue every placeholder (of one database); returns how many."""
@@ -225,7 +237,12 @@ class TableLoader:
             # the catalog does not hold yet: it always loads, and counts.
             if reload:
                 presence = "placeholder"
-                version = self.ops.load_table(*key) if key[1] else self.ops.reload_database(key[0])
+                try:
+                    version = (
+                        self.ops.load_table(*key) if key[1] else self.ops.reload_database(key[0])
+                    )
+                except NotFoundError:  # gone from HMS: its removal is published now
+                    version = self.ops.version()
             else:
                 # One look decides (placeholder, loaded or absent) and loads in the same turn.
                 seen = self.ops.load_placeholder(*key)
@@ -288,6 +305,7 @@ class TableLoader:
             self._alone.discard(key)
             future = self._pending.pop(key)
             again = key in self._reload  # asked to reload while loading
+            after = self._after.pop(key, [])
             if not self._pending:
                 self._idle.notify_all()
         if error is not None:
@@ -295,4 +313,19 @@ class TableLoader:
         else:
             future.set_result(version)
         if again:
-            self.request(*key, urgent=True)
+            _chain(self.request(*key, urgent=True), after)
+
+
+def _chain(source: Future[int], waiters: list[Future[int]]) -> None:
+    """Resolve every waiter as ``source`` resolves."""
+
+    def done(finished: Future[int]) -> None:
+        error = finished.exception()
+        for waiter in waiters:
+            if error is not None:
+                waiter.set_exception(error)
+            else:
+                waiter.set_result(finished.result())
+
+    if waiters:
+        source.add_done_callback(done)

@@ -18,7 +18,9 @@ What each command yields:
   log no longer reaches back that far or the delta exceeds
   ``max_catch_up_entries``: the subscriber must take a snapshot.
 * ``load_table`` with ``reload`` -> ``OK`` and ``reload_request=(db, table)``
-  (a write through an HMS endpoint; the table need not be known yet).
+  (a write through an HMS endpoint; the table need not be known yet); with
+  ``answer_when_loaded`` no response now but ``reply_to=(peer, request id)``: the
+  server answers once the reload is published (``loaded_version``).
 * ``load_table`` -> ``OK`` and ``load_request=(db, table)`` for the caller to
   forward (it must not block), or ``NOTFOUND`` when the catalog holds no such
   table (decided from the catalog's names: HMS is not asked).
@@ -82,11 +84,21 @@ class Outcome:
     load_request: tuple[str, str] | None = None
     reload_request: tuple[str, str] | None = None
     """(db, table) to reload even if loaded; table "" is the database's names."""
+    reply_to: tuple[bytes, int | None] | None = None
+    """(peer, request id) to answer when the reload is published."""
     report: Report | None = None
     join: str | None = None
     """The client id the peer said hello as."""
     early_heartbeat: bool = False
     counter: Counter | None = None
+
+
+def loaded(rid: int | None, version: int | None, error: BaseException | None) -> Any:
+    """The answer to a reload asked with ``answer_when_loaded``: the version that
+    shows it, or the error that stopped it."""
+    if error is not None:
+        return status(svc.TStatusCode.ERROR, f"reload failed: {error}", rid)
+    return svc.TResponse(request_id=rid, status=ok(), loaded_version=version)
 
 
 def answer(
@@ -119,9 +131,11 @@ def answer(
         load = request.load_table
         db, table = load.db_name.lower(), load.tbl_name.lower()
         if load.reload:  # after a write through an HMS endpoint: the table may be new
+            later = bool(load.answer_when_loaded)
             return Outcome(
-                response=svc.TResponse(request_id=rid, status=ok()),
+                response=None if later else svc.TResponse(request_id=rid, status=ok()),
                 reload_request=(db, table),
+                reply_to=(identity, rid) if later else None,
                 counter="load_requests",
             )
         if not catalog.table_keys(db, table):

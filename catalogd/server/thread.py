@@ -57,6 +57,7 @@ from catalogd.server import requests, sockets
 from catalogd.server.config import ServerConfig, ServerStats
 from catalogd.server.doorbell import Doorbell
 from catalogd.server.members import Membership
+from catalogd.server.reloads import AwaitedReloads
 from catalogd.server.snapshots import SnapshotJob
 from subscriber.protocol import wire
 from subscriber.protocol.delta import Delta
@@ -79,7 +80,9 @@ class CatalogServer:
         on_load_request: called on the server thread with ``(db, table)`` when a
             subscriber asks for a priority load; must not block.
         on_reload_request: likewise for a reload of ``(db, table)`` even if loaded
-            (``table`` "": the database's names), after a write through an HMS endpoint.
+            (``table`` "": the database's names), after a write through an HMS endpoint;
+            returns a Future of the version that shows the reload (answered to a
+            subscriber that asked ``answer_when_loaded``), or None.
         clock: wall clock in seconds (heartbeat timestamps and subscriber ages).
     """
 
@@ -90,7 +93,7 @@ class CatalogServer:
         context: zmq.Context | None = None,
         service_id: str | None = None,
         on_load_request: Callable[[str, str], None] | None = None,
-        on_reload_request: Callable[[str, str], None] | None = None,
+        on_reload_request: Callable[[str, str], Future[int] | None] | None = None,
         reserve: Callable[[int], object] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -109,6 +112,7 @@ class CatalogServer:
             queue.SimpleQueue()
         )
         self._bell = Doorbell()
+        self._reloads = AwaitedReloads(self._bell.ring)
         self._stop = threading.Event()
         self._ready = threading.Event()
         # Serializes work run before start() (several threads may submit while a
@@ -253,6 +257,7 @@ class CatalogServer:
                     if sock == bell:
                         self._bell.drain()
                         self._drain_work(pub)
+                        self._send_later(router)
                     else:
                         self._serve(router, limit=64)
                 if self._rebind.is_set():
@@ -371,10 +376,20 @@ class CatalogServer:
                 self._queue_snapshot(router, outcome.snapshot)
             if outcome.load_request is not None and self._on_load_request is not None:
                 self._on_load_request(*outcome.load_request)
-            if outcome.reload_request is not None and self._on_reload_request is not None:
-                self._on_reload_request(*outcome.reload_request)
+            if outcome.reload_request is not None:
+                self._reload(router, outcome)
             if outcome.response is not None:
                 sockets.send_reply(router, identity, outcome.response)
+
+    def _reload(self, router: zmq.Socket, outcome: requests.Outcome) -> None:
+        for peer, response in self._reloads.start(
+            outcome, self._on_reload_request, self._catalog.version
+        ):
+            sockets.send_reply(router, peer, response)
+
+    def _send_later(self, router: zmq.Socket) -> None:
+        for peer, response in self._reloads.ready():
+            sockets.send_reply(router, peer, response)
 
     def _peer(self, frames: list[Any]) -> tuple[bytes, bytes, bytes]:
         """``(ROUTER identity, body, member id)`` of a received request.

@@ -11,8 +11,9 @@ Metastore catalogd reports (its embedded HMS, or its --hms), or to --upstream.
 
 Logs go to stderr, with a counters line every ``--stats-interval`` seconds and at
 exit: calls served from the cache and forwarded to HMS by reason (write, locked: the
-connection holds an HMS lock or transaction, stale, unknown method, not cached, cannot
-evaluate), in total and per method. SIGINT/SIGTERM stop it.
+connection holds an HMS lock or transaction, pending: a write touched it and the
+cache does not show it yet, stale, unknown method, not cached, cannot evaluate), in
+total and per method. SIGINT/SIGTERM stop it.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def add_parser(commands: Any) -> None:
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="seconds a write waits for the cache to show it (read-your-writes)",
+        help="seconds at most that reads of what a write touched go to HMS while the "
+        "cache does not show the write yet (read-your-writes; the write itself never waits)",
     )
     cmd.add_argument(
         "--sync-timeout",

@@ -6,6 +6,8 @@ with a reason (:data:`REASONS`), or ``failed`` (HMS unreachable). The reasons:
 * ``write`` -- a method that may change the metastore (always forwarded);
 * ``locked`` -- a read on a connection holding an HMS lock or open transaction
   (:mod:`subscriber.metastore.session`);
+* ``pending`` -- a read that could show an object a write (or a stale read)
+  touched, before the cache shows that change (:mod:`subscriber.metastore.pending`);
 * ``stale`` -- the cache is behind catalogd by more than ``max_lag_s``;
 * ``unknown`` -- a method the endpoint's IDL does not know;
 * ``not_cached`` -- a read the cache does not answer (or not for this object:
@@ -31,7 +33,7 @@ __all__ = ["REASONS", "EndpointStats", "answers_reason", "forward_reason"]
 
 _SERVICE = idl.hive_metastore.ThriftHiveMetastore
 
-REASONS = ("write", "locked", "stale", "unknown", "not_cached", "cannot_evaluate")
+REASONS = ("write", "locked", "pending", "stale", "unknown", "not_cached", "cannot_evaluate")
 """Why a call was forwarded to HMS."""
 
 
@@ -42,12 +44,19 @@ class EndpointStats:
     Attributes (plain counters, written by connection threads):
         connections: client connections accepted.
         garbage: connections closed for bytes that are no Thrift message.
-        write_waits_timed_out: writes (or stale reads) whose reload did not show
-            in the cache within ``write_wait_s``.
+        write_waits_timed_out: objects a write (or a stale read) touched whose
+            change the cache did not show within ``write_wait_s`` (then served
+            from the cache again; an overflow counts once).
         stale_reloads: reloads asked because a forwarded read showed HMS ahead of
             the cache (:mod:`subscriber.metastore.freshness`).
-        write_waits / write_wait_seconds: reloads waited for (after writes and stale
-            reads), and the time spent waiting.
+        pending_marked: objects marked pending (after writes and stale reads).
+        pending_cleared / pending_seconds: pending objects seen cleared (the
+            cache showed the change), and how long they were pending in total
+            (until a read or a write first saw them cleared).
+        pending_overflows: writes that found too many objects pending (every
+            read forwarded for ``write_wait_s``).
+        pending_unconfirmed: reloads catalogd answered with no version (failed,
+            or no answer could come): their objects stay pending until the bound.
     """
 
     KINDS = ("served", "forwarded", "forwarded_stale", "failed")
@@ -60,8 +69,11 @@ class EndpointStats:
         self.garbage = 0
         self.write_waits_timed_out = 0
         self.stale_reloads = 0
-        self.write_waits = 0
-        self.write_wait_seconds = 0.0
+        self.pending_marked = 0
+        self.pending_cleared = 0
+        self.pending_seconds = 0.0
+        self.pending_overflows = 0
+        self.pending_unconfirmed = 0
 
     def add(self, kind: str, method: str) -> None:
         """Count one call ``served`` or ``failed`` (forwarded: :meth:`forwarded`)."""
@@ -74,11 +86,25 @@ class EndpointStats:
             self._reasons[reason][method] += 1
             self._counts["forwarded_stale" if reason == "stale" else "forwarded"][method] += 1
 
-    def count_wait(self, seconds: float) -> None:
-        """Count one reload waited for, ``seconds`` long."""
+    def count_pending(
+        self,
+        *,
+        marked: int = 0,
+        overflow: bool = False,
+        cleared: list[float] | None = None,
+        expired: int = 0,
+        unconfirmed: int = 0,
+    ) -> None:
+        """Count objects marked pending, an overflow, pending objects seen cleared
+        (each one's seconds pending), ones whose bound passed and reloads catalogd
+        could not confirm."""
         with self._lock:
-            self.write_waits += 1
-            self.write_wait_seconds += seconds
+            self.pending_unconfirmed += unconfirmed
+            self.pending_marked += marked
+            self.pending_overflows += overflow
+            self.pending_cleared += len(cleared or ())
+            self.pending_seconds += sum(cleared or ())
+            self.write_waits_timed_out += expired
 
     def snapshot(self) -> dict[str, dict[str, int]]:
         """``{"served": {method: n}, "forwarded": ..., "forwarded_stale": ..., "failed": ...}``."""

@@ -20,7 +20,7 @@ Per call (binary protocol, unframed; see :mod:`subscriber.metastore.framing`):
   transaction (a :class:`~subscriber.metastore.session.Session` per connection
   follows them): a writer's read under its lock decides its commit;
 * a forwarded ``get_table`` whose answer shows the cache behind HMS makes catalogd
-  reload that table before the answer goes back
+  reload that table, which is pending until the cache shows that reload
   (:mod:`~subscriber.metastore.freshness`), as after a write;
 * ``set_ugi`` is answered here (HMS echoes the groups) and replayed
   on the upstream connection when one is opened; fb303's ``shutdown`` (a client
@@ -28,16 +28,19 @@ Per call (binary protocol, unframed; see :mod:`subscriber.metastore.framing`):
   forwarded once per argument set and remembered (HMS reads its configuration
   at start);
 * everything else is forwarded byte for byte, whatever the method. After a
-  write succeeds, catalogd is asked to reload what it touched, and the answer
-  waits (up to ``write_wait_s``) until the cache shows the change, so the same
-  driver reads its own write. HMS unreachable: the write fails with a
-  ``MetaException`` naming the endpoint and HMS's address.
+  write succeeds, its answer goes back at once; catalogd is asked to reload what
+  it touched, and those objects are *pending*
+  (:class:`~subscriber.metastore.pending.Pending`, shared by every connection):
+  a read that could show one is forwarded (reason ``pending``) until the cache
+  reaches the version catalogd answered that reload with (or ``write_wait_s``
+  passes), so the same driver reads its own write. HMS unreachable: the write
+  fails with a ``MetaException`` naming the endpoint and HMS's address.
 
 Bytes that are no Thrift message close that connection only. Counters per
 method and reason: :class:`~subscriber.metastore.counters.EndpointStats`.
 
 Why one module of over 400 lines: the connection threads, forwarding and read-your-
-writes wait share one connection lifecycle; answers, filters, framing and replies are
+writes marking share one connection lifecycle; answers, filters, framing and replies are
 separate pure modules. The subscriber is reached only through :class:`CachedCatalog`.
 """
 
@@ -61,11 +64,11 @@ from subscriber.metastore import framing, freshness, replies
 from subscriber.metastore.answers import CacheAnswers, Decode, Forward
 from subscriber.metastore.counters import EndpointStats, answers_reason, forward_reason
 from subscriber.metastore.methods import is_write
+from subscriber.metastore.readback import ReadBack
 from subscriber.metastore.session import LOCK_METHODS, Session
 from subscriber.metastore.upstream import Upstream, parse_uri
-from subscriber.metastore.writes import Target, resolve, touched
+from subscriber.metastore.writes import resolve, touched
 from subscriber.protocol.errors import (
-    CatalogTimeoutError,
     MetastoreUnavailableError,
     ProtocolError,
 )
@@ -96,11 +99,14 @@ class CachedCatalog(Protocol):
     def cache_view(self) -> CacheView:
         """The current immutable cache view."""
 
-    def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
-        """Block until ``condition()`` holds; CatalogTimeoutError after ``timeout``."""
-
-    def request_reload(self, db: str, table: str | None = None) -> None:
-        """Ask catalogd to reload ``db.table`` (or ``db``) from HMS now."""
+    def request_reload(
+        self,
+        db: str,
+        table: str | None = None,
+        on_loaded: Callable[[int | None], None] | None = None,
+    ) -> None:
+        """Ask catalogd to reload ``db.table`` (or ``db``) from HMS now; ``on_loaded``
+        gets the version that shows it (None: no answer will come)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +118,10 @@ class EndpointConfig:
         listen: ``host:port`` to bind (port 0: a free one).
         max_lag_s: serve reads from the cache while it is behind catalogd by at
             most this long (stale); beyond it, or before the first sync, forward.
-        write_wait_s: how long a write's answer waits for the cache to show it.
+        write_wait_s: how long, at most, the objects a write touched stay pending
+            after its answer (reads that could show them forwarded to HMS) while
+            the cache does not show the write yet; then they are served from the
+            cache again, with a warning. The write's answer itself never waits.
         connect_timeout_s / call_timeout_s: for the upstream HMS.
         partial_timeout_s: a client that sent part of a message and nothing
             more for this long is disconnected.
@@ -146,6 +155,9 @@ class MetastoreEndpoint:
             subscriber.decoder, None if databases is None else frozenset(databases)
         )
         self._config_memo: dict[bytes, bytes] = {}
+        self._readback = ReadBack(
+            config.write_wait_s, self.stats, databases, subscriber.request_reload
+        )
         self._stop = threading.Event()
         self._listener: socket.socket | None = None
         self._accepter: threading.Thread | None = None
@@ -198,6 +210,16 @@ class MetastoreEndpoint:
         self.close()
 
     # -- threads ----------------------------------------------------------------------------
+
+    def wait_settled(self, timeout: float) -> bool:
+        """Block until no object a write touched is pending (reads are the cache's
+        again, as far as writes go); False on timeout. For tests and benchmarks."""
+        deadline = time.monotonic() + timeout
+        while not self._readback.settled(self._sub.cache_view()):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.002)
+        return True
 
     def _accept(self) -> None:
         assert self._listener is not None
@@ -296,8 +318,11 @@ class MetastoreEndpoint:
             reason = "stale"
         else:
             args = replies.decode_args(name, body)
+            view = self._sub.cache_view()  # one view: the pending check and the answer
+            if self._readback.is_pending(view, name, args):
+                return self._forward(message, header, upstream, session, "pending")
             try:
-                result = self._answers.answer(self._sub.cache_view(), name, args)
+                result = self._answers.answer(view, name, args)
             except Forward as exc:
                 log.debug("HMS endpoint: forwarding %s: %s", name, exc)
                 reason = answers_reason(exc)
@@ -342,7 +367,7 @@ class MetastoreEndpoint:
         if reply is not None and before is not None and replies.succeeded(reply):
             targets = resolve(touched(name, message[header.body_start :]), before.by_database)
             if targets:
-                self._read_your_write(name, targets, before)
+                self._readback.mark(name, targets, self._sub.cache_view())
         return reply
 
     def _config_value(self, message: bytes, header: framing.Header, upstream: Upstream) -> bytes:
@@ -374,8 +399,9 @@ class MetastoreEndpoint:
         return reply
 
     def _catch_up(self, name: str, body: bytes, reply: bytes, view: CacheView) -> None:
-        """A forwarded read showed HMS ahead of the cache: reload what differs, and
-        wait for it, so this client's next cached read is not older than this one."""
+        """A forwarded read showed HMS ahead of the cache: reload what differs and
+        keep it pending, so this client's next cached read is not older than this
+        one. A table already pending (its reload asked for) is left as it is."""
         if self._sub.lag_seconds > self.config.max_lag_s:
             return  # the cache is not serving reads now anyway
         try:
@@ -384,39 +410,10 @@ class MetastoreEndpoint:
             return
         behind = tuple(freshness.behind(view, self._sub.decoder, name, args, reply))
         if behind:
+            behind = self._readback.mark(name, behind, self._sub.cache_view(), stale=True)
+        if behind:
             self.stats.stale_reloads += len(behind)
             log.info("HMS endpoint: %s showed %s newer in HMS; reloading", name, behind)
-            self._read_your_write(name, behind, view)
-
-    def _read_your_write(self, name: str, targets: tuple[Target, ...], before: CacheView) -> None:
-        """Ask catalogd to reload every target and wait until the cache shows each
-        changed (guesses at what an unknown method touched: reloaded, not awaited)."""
-        followed = self._sub.databases
-        targets = tuple(t for t in targets if followed is None or t.db in followed)
-        for target in targets:  # not cached here otherwise: nothing to wait for
-            self._sub.request_reload(target.db, target.table)
-        marks = {t: freshness.mark(before, t) for t in targets if not t.guess}
-        if not marks:
-            return
-
-        def changed() -> bool:
-            view = self._sub.cache_view()
-            return all(freshness.mark(view, t) != mark for t, mark in marks.items())
-
-        what = f"{name} on {', '.join(map(str, marks))}"
-        started = time.monotonic()
-        try:
-            self._sub.wait_until(changed, self.config.write_wait_s, what)
-        except CatalogTimeoutError:
-            self.stats.write_waits_timed_out += 1
-            log.warning(
-                "HMS endpoint: %s succeeded in HMS but the cache did not change within "
-                "%gs: the next read may not show it yet",
-                what,
-                self.config.write_wait_s,
-            )
-        finally:
-            self.stats.count_wait(time.monotonic() - started)
 
 
 def _drain(client: socket.socket, buf: bytearray) -> None:

@@ -25,9 +25,9 @@ from subscriber.metastore.answers import Decode
 from subscriber.metastore.writes import Target
 from subscriber.protocol import codec
 from subscriber.protocol.errors import ProtocolError
-from subscriber.protocol.keys import database_key, table_key
+from subscriber.protocol.keys import table_key
 
-__all__ = ["CHECKED", "MAX_REPLY", "MAX_TABLES", "behind", "mark"]
+__all__ = ["CHECKED", "MAX_REPLY", "MAX_TABLES", "behind"]
 
 hms = idl.hive_metastore
 _SERVICE = hms.ThriftHiveMetastore
@@ -91,15 +91,3 @@ def _state(table: Any) -> tuple[Any, ...]:
     sd = table.sd
     cols = tuple((c.name, c.type) for c in (sd.cols or [])) if sd is not None else ()
     return (table.parameters or {}, sd.location if sd is not None else None, cols)
-
-
-def mark(view: CacheView, target: Target) -> tuple[Any, ...]:
-    """What identifies the cached state of ``target``: changes when it changes."""
-    if target.table is None:
-        entry = view.get(database_key(target.db))
-        return (entry.version if entry else None, id(view.keys_of(target.db)))
-    entry = view.get(table_key(target.db, target.table)) or view.get(
-        table_key(target.db, target.table, view=True)
-    )
-    parts = view.partitions.get(f"{target.db}.{target.table}")
-    return (entry.version if entry else None, id(parts) if parts is not None else None)

@@ -218,7 +218,8 @@ def test_the_locked_get_table_is_forwarded_and_counted(world: dict[str, Any]) ->
         assert gained == 1
         # a write (or, with an IDL that lacks the lock calls, an unknown method)
         assert after["lock"].get("write", 0) + after["lock"].get("unknown", 0) >= 1
-        # outside the lock, reads are the cache's again
+        # outside the lock, reads are the cache's again once the commit's reload shows
+        assert endpoint.wait_settled(10)
         relay.reset()
         assert _rows(via.load_table("ice_lock.t")) == [(("id", 1), ("v", "x"))]
         assert "get_table" not in relay.reset()
@@ -239,6 +240,7 @@ def test_reads_are_served_from_the_cache(world: dict[str, Any]) -> None:
         for name in ("a", "b"):
             table = via.create_table(f"ice_read.{name}", schema=SCHEMA)
             table.append(pa.table({"id": [1], "v": ["x"]}, schema=SCHEMA))
+        assert world["endpoints"][0].wait_settled(10)  # the writes' reloads show
         relay.reset()
         for _ in range(3):
             assert sorted(via.list_tables("ice_read")) == [("ice_read", "a"), ("ice_read", "b")]
@@ -272,6 +274,7 @@ def test_a_transaction_s_reads_go_to_hms_until_it_commits(world: dict[str, Any])
     transport.open()
     try:
         client = Client(TBinaryProtocol.TBinaryProtocol(transport))
+        assert endpoint.wait_settled(10)  # the create's reload shows
         relay.reset()
         client.get_table("ice_txn", "t")
         assert "get_table" not in relay.reset()  # no transaction: the cache's

@@ -299,10 +299,7 @@ class _Catalog:
     def cache_view(self) -> Any:
         return self.view
 
-    def wait_until(self, condition: Any, timeout: float, what: str) -> None:
-        assert condition(), what
-
-    def request_reload(self, db: str, table: str | None = None) -> None:
+    def request_reload(self, db: str, table: str | None = None, on_loaded: Any = None) -> None:
         self.reloads.append((db, table))
 
 

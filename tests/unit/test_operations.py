@@ -4,51 +4,18 @@ table loader that keeps requests made before it starts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
+from support.memory_world import CountingServer, world
+
 import idl
-from catalogd.core.catalog import Catalog
 from catalogd.freshness.polling import fingerprints
 from catalogd.loading.table_loader import TableLoader
-from catalogd.server.thread import CatalogServer, ServerConfig
-from catalogd.sources import InMemorySource
+from catalogd.server.thread import ServerConfig
 from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import InvalidRequestError
 
 hms = idl.hive_metastore
-
-
-class CountingServer(CatalogServer):
-    """Counts the round trips to the (here: unstarted) server thread."""
-
-    submissions = 0
-
-    def submit(self, fn: Callable[[Catalog], Any]) -> Future[Any]:
-        self.submissions += 1
-        return super().submit(fn)
-
-
-def world() -> tuple[InMemorySource, CountingServer, Operations]:
-    source = InMemorySource()
-    source.databases["db"] = hms.Database(
-        name="db", description="", locationUri="file:/w/db", parameters={}
-    )
-    for name in ("a", "b"):
-        source.tables[("db", name)] = hms.Table(
-            tableName=name,
-            dbName="db",
-            owner="me",
-            sd=hms.StorageDescriptor(cols=[], location=f"file:/w/db/{name}", parameters={}),
-            partitionKeys=[],
-            parameters={"transient_lastDdlTime": "1"},
-            tableType="MANAGED_TABLE",
-        )
-    server = CountingServer(ServerConfig(bind="tcp://127.0.0.1:*"))
-    ops = Operations(server, lambda: source)
-    ops.load_names()
-    return source, server, ops
 
 
 def test_a_load_is_one_submission_answering_the_published_version() -> None:

@@ -1,0 +1,92 @@
+"""Requests a subscriber sends catalogd beside the sync protocol, and their answers.
+
+* :func:`load`: a priority load of a table not loaded yet (one-way; the
+  subscriber watches its cache for the table).
+* :func:`reload`: reload an object after a write made elsewhere (an HMS endpoint's
+  write); asked ``answer_when_loaded``, catalogd answers once the reload is
+  published, and :func:`loaded_version` reads that answer.
+* :class:`Asked`: the transport thread's book of requests awaiting an answer,
+  by request id, bounded (pure: no sockets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import idl
+
+__all__ = ["MAX_ASKED", "Answered", "Asked", "Loaded", "load", "loaded_version", "reload"]
+
+svc = idl.catalog_service
+
+MAX_ASKED = 4096
+"""Requests awaiting an answer at most; beyond it the oldest is told None."""
+
+Answered = Callable[[Any], None]
+"""Called with catalogd's TResponse to a request, or None when none will come."""
+Loaded = Callable[[int | None], None] | None
+"""Told the version that shows a reload (None: none will come); None: not asked."""
+
+
+def load(db: str, table: str) -> Any:
+    """A priority load of ``db.table`` (answered NOTFOUND when catalogd has no such table)."""
+    return svc.TRequest(load_table=svc.TLoadTableRequest(db_name=db, tbl_name=table))
+
+
+def reload(db: str, table: str | None, on_loaded: Loaded = None) -> tuple[Any, Answered | None]:
+    """Reload ``db.table`` even if loaded (``table`` None: the database's names and
+    functions): the request and what its answer goes to. ``on_loaded``: called
+    with the version that shows the reload once published (None: none will come)."""
+    request = svc.TRequest(
+        load_table=svc.TLoadTableRequest(
+            db_name=db, tbl_name=table or "", reload=True, answer_when_loaded=on_loaded is not None
+        )
+    )
+    if on_loaded is None:
+        return request, None
+    return request, lambda response: on_loaded(loaded_version(response))
+
+
+def loaded_version(response: Any) -> int | None:
+    """The version an answered reload is shown at (None: no answer, or it failed)."""
+    if response is None or response.status.code != svc.TStatusCode.OK:
+        return None
+    version = response.loaded_version
+    return version if isinstance(version, int) else None
+
+
+class Asked:
+    """Requests awaiting an answer, oldest first, at most ``limit``."""
+
+    def __init__(self, limit: int = MAX_ASKED) -> None:
+        self._limit = limit
+        self._waiting: dict[int, Answered] = {}
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def add(self, rid: int, on_answer: Answered) -> None:
+        """Await the answer to request ``rid``; past the limit the oldest hears None."""
+        self._waiting[rid] = on_answer
+        while len(self._waiting) > self._limit:
+            self._waiting.pop(next(iter(self._waiting)))(None)
+
+    def answer(self, rid: int | None, response: Any) -> bool:
+        """Deliver ``response`` if request ``rid`` awaits one; False when none does."""
+        on_answer = self._waiting.pop(rid, None) if rid is not None else None
+        if on_answer is None:
+            return False
+        on_answer(response)
+        return True
+
+    def forget(self, rid: int | None = None) -> None:
+        """No answer can come to ``rid`` (None: to any): each caller hears None."""
+        if rid is not None:
+            on_answer = self._waiting.pop(rid, None)
+            if on_answer is not None:
+                on_answer(None)
+            return
+        waiting, self._waiting = self._waiting, {}
+        for on_answer in waiting.values():
+            on_answer(None)
