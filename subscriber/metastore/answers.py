@@ -29,7 +29,7 @@ from typing import Any
 import idl
 from subscriber.cache import CacheView, PartitionSet
 from subscriber.memo import BoundedMemo
-from subscriber.metastore import filters, shapes
+from subscriber.metastore import filters, orders, shapes
 from subscriber.metastore.framing import struct_list_success, success_struct
 from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec, hms_partition
@@ -82,6 +82,8 @@ class CacheAnswers:
         self._databases = databases
         self._encoded: BoundedMemo[tuple[str, int], bytes] = BoundedMemo(_MEMO_LIMIT)
         self._rows: dict[str, _Rows] = {}
+        self.orders = orders.RowOrders()
+        """HMS's row orders learnt from its answers (several tables, all functions)."""
         self._handlers: dict[str, Callable[[CacheView, Any], bytes]] = {
             "get_all_databases": self._get_all_databases,
             "get_databases": self._get_databases,
@@ -223,18 +225,15 @@ class CacheAnswers:
         )
 
     def _tables_by_name(self, view: CacheView, db: str, names: list[str]) -> list[bytes]:
-        """The tables of ``names`` (each once), in HMS's order: HMS 2.3 returns them
-        in whatever order its database reads rows (no ORDER BY), so more than one
-        table is forwarded."""
+        """The tables of ``names`` (each once), in HMS's order: its database's row
+        order (no ORDER BY), learnt from HMS (:mod:`~subscriber.metastore.orders`)."""
         self._known_database(view, db)
-        found: dict[str, bytes] = {}
+        found: dict[str, tuple[int, bytes]] = {}
         for name in names:
             table = self._table(view, db, name)
-            if table is not None:
-                found.setdefault(name.lower(), self._table_bytes(*table))
-        if len(found) > 1:
-            raise Forward("several tables: HMS returns its database's row order")
-        return list(found.values())
+            if table is not None and name.lower() not in found:
+                found[name.lower()] = (table[0].version, self._table_bytes(*table))
+        return self.orders.arrange(("tables", db.lower()), found, orders.table_names)
 
     def _get_table_objects_by_name(self, view: CacheView, args: Any) -> bytes:
         return struct_list_success(
@@ -397,8 +396,8 @@ class CacheAnswers:
 
     # -- functions -------------------------------------------------------------------------
 
-    def _functions(self, view: CacheView, db: str | None) -> list[tuple[str, Any]]:
-        """(name, HMS Function) of the cached functions (of ``db``), sorted."""
+    def _functions(self, view: CacheView, db: str | None) -> list[tuple[str, Any, int]]:
+        """(name, HMS Function, version) of the cached functions (of ``db``), sorted."""
         if self._databases is not None and db is None:
             raise Forward("not every database is followed")
         dbs = [db.lower()] if db is not None else [d for d in view.by_database if d != GLOBAL]
@@ -410,27 +409,26 @@ class CacheAnswers:
                     hms_fn = shapes.hms_function(fn)
                     if hms_fn is None:
                         raise Forward("function kept without its HMS struct")
-                    found.append((hms_fn.functionName, hms_fn))
+                    found.append((hms_fn.functionName, hms_fn, view.objects[key].version))
         return sorted(found, key=lambda item: (item[1].dbName or "", item[0]))
 
     def _get_all_functions(self, view: CacheView, args: Any) -> bytes:
-        functions = [f for _, f in self._functions(view, None)]
-        if len(functions) > 1:
-            # HMS 2.3 lists them in its database's row order (creation order on Derby).
-            raise Forward("several functions: HMS returns its database's row order")
+        # HMS 2.3 lists them in its database's row order (creation order on Derby).
+        rows = {f"{f.dbName}.{name}": (v, f) for name, f, v in self._functions(view, None)}
+        functions = self.orders.arrange("functions", rows, orders.function_names)
         response = hms.GetAllFunctionsResponse(functions=functions)
         return success_struct(STRUCT, codec.encode(response, check=False))
 
     def _get_functions(self, view: CacheView, args: Any) -> bytes:
         db = args.dbName or ""
         self._follows(db)
-        names = [name for name, _ in self._functions(view, db)]
+        names = [name for name, _, _ in self._functions(view, db)]
         return shapes.strings(shapes.matching(names, args.pattern))
 
     def _get_function(self, view: CacheView, args: Any) -> bytes:
         db, name = args.dbName or "", args.funcName or ""
         self._follows(db)
-        for fn_name, fn in self._functions(view, db):
+        for fn_name, fn, _ in self._functions(view, db):
             # HMS 2.3 lower-cases the name asked for and compares it with the stored
             # name as is (measured: a function stored as "Alpha" is never found).
             if fn_name == name.lower():

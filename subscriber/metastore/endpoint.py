@@ -310,6 +310,7 @@ class MetastoreEndpoint:
             self.stats.add("served", name)
             upstream.close()
             return None if header.type == framing.ONEWAY else framing.reply(name, seqid, b"\x00")
+        learn = None
         if name not in self._answers.methods:
             reason = forward_reason(name)
         elif session.holding:
@@ -325,7 +326,7 @@ class MetastoreEndpoint:
                 result = self._answers.answer(view, name, args)
             except Forward as exc:
                 log.debug("HMS endpoint: forwarding %s: %s", name, exc)
-                reason = answers_reason(exc)
+                reason, learn = answers_reason(exc), exc.learn
             except TException as exc:
                 self.stats.add("served", name)
                 return replies.exception(name, seqid, exc)
@@ -335,7 +336,7 @@ class MetastoreEndpoint:
             else:
                 self.stats.add("served", name)
                 return framing.reply(name, seqid, result)
-        return self._forward(message, header, upstream, session, reason)
+        return self._forward(message, header, upstream, session, reason, learn)
 
     def _forward(
         self,
@@ -344,6 +345,7 @@ class MetastoreEndpoint:
         upstream: Upstream,
         session: Session,
         reason: str,
+        learn: Callable[[str, bytes], None] | None = None,
     ) -> bytes | None:
         name = header.name
         write = is_write(name)
@@ -360,6 +362,11 @@ class MetastoreEndpoint:
                 return None
             return replies.unavailable(name, header.seqid, f"catalogd HMS endpoint: {exc}")
         self.stats.forwarded(name, reason)
+        if reply is not None and learn is not None:
+            try:
+                learn(name, reply)  # what the cache lacked to answer it (orders.py)
+            except Exception:  # noqa: BLE001 - learning must not cost the answer
+                log.exception("HMS endpoint: learning from %s's answer failed", name)
         if name in LOCK_METHODS:
             session.observe(name, message[header.body_start :], reply)
         if reply is not None and view is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from subscriber.metastore.framing import success_struct
@@ -10,7 +11,13 @@ from subscriber.protocol.binary import LIST, STRING, STRUCT
 
 
 class Forward(Exception):
-    """This call cannot be answered exactly from the cache: forward it to HMS."""
+    """This call cannot be answered exactly from the cache: forward it to HMS.
+    ``learn``: given the method name and HMS's reply, teaches the cache what it
+    lacked (see :mod:`subscriber.metastore.orders`)."""
+
+    def __init__(self, reason: str, learn: Callable[[str, bytes], None] | None = None) -> None:
+        super().__init__(reason)
+        self.learn = learn
 
 
 # HMS 2.3's default hive.serdes.using.metastore.for.schema: get_fields answers sd.cols

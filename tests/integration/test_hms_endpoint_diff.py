@@ -287,23 +287,36 @@ def test_every_served_method_answers_as_hms_does(
     direct, via = RawClient(hms.uri), RawClient(served.uri)
     failures = []
     count = 0
+    passes = []
     try:
-        for method, args in cases():
-            count += 1
-            expected = decode_reply(direct.call(method, **args))
-            got = decode_reply(via.call(method, **args))
-            if expected != got:
-                shown = differences(expected[2], got[2])[:5]
-                failures.append(f"{method}({args}):\n    " + "\n    ".join(shown))
+        # Twice: what the first pass forwarded to learn (HMS's row order of several
+        # tables or functions: subscriber/metastore/orders.py) the second serves.
+        for label in ("first", "again"):
+            for method, args in cases():
+                count += 1
+                expected = decode_reply(direct.call(method, **args))
+                got = decode_reply(via.call(method, **args))
+                if expected != got:
+                    shown = differences(expected[2], got[2])[:5]
+                    failures.append(f"{label}: {method}({args}):\n    " + "\n    ".join(shown))
+            passes.append(served.stats.snapshot())
     finally:
         direct.close()
         via.close()
-    stats = served.stats.snapshot()
-    n_served = sum(stats["served"].values())
-    record_measurement("HMS endpoint differential cases", count, "")
+    first, both = passes
+    n_served = sum(both["served"].values())
+    again = {m: n - first["forwarded"].get(m, 0) for m, n in both["forwarded"].items()}
+    record_measurement("HMS endpoint differential cases (two passes)", count, "")
     record_measurement("  of which served from the cache", n_served, "")
     record_measurement("  took", round(time.monotonic() - started, 1), "s")
     print(f"\n{count} cases, {n_served} served, {len(failures)} differences")
-    print("forwarded:", dict(sorted(stats["forwarded"].items())))
+    print("forwarded, first pass:", dict(sorted(first["forwarded"].items())))
+    print("forwarded, second pass:", {m: n for m, n in sorted(again.items()) if n})
     assert not failures, f"{len(failures)} of {count} differ:\n" + "\n".join(failures[:40])
     assert n_served > count // 2
+    # The orders learnt in the first pass serve the second (what is still forwarded
+    # there names a database the cache lacks: HMS's answer varies by call).
+    assert (
+        again.get("get_table_objects_by_name", 0) < first["forwarded"]["get_table_objects_by_name"]
+    )
+    assert not again.get("get_all_functions")
