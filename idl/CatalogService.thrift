@@ -39,7 +39,8 @@ struct TCatalogEntry {
   1: required string key
   // The catalog_version of the change that produced this entry.
   2: required i64 version
-  // An encoded TCatalogObject (codec.encode_object); absent for a tombstone.
+  // An encoded TCatalogObject (codec.encode_object); absent for a tombstone, and
+  // in an invalidation (the key changed at version: fetch it to read it).
   3: optional binary object
   // True for a tombstone.
   4: optional bool removed
@@ -109,6 +110,9 @@ struct TWelcome {
 struct TSnapshotRequest {
   // Unset = all databases.
   1: optional list<string> databases
+  // An on-demand subscriber's snapshot: no entries, only the version it starts at
+  // (it fetches what it reads and follows invalidations from there).
+  2: optional bool empty
 }
 
 // One part of a snapshot, numbered from 0.
@@ -132,6 +136,32 @@ struct TSnapshotEnd {
 struct TCatchUpRequest {
   1: required i64 from_version
   2: optional list<string> databases
+  // Keys and versions only (TCatalogEntry without object): an on-demand subscriber.
+  3: optional bool invalidations
+}
+
+// An on-demand subscriber's read of parts of the catalog (after Impala's
+// GetPartialCatalogObject): entries by key, or the keys (with versions) of one
+// database or of one table's partitions, a page at a time.
+struct TFetchRequest {
+  // Entries by exact key; a key the catalog lacks comes back with removed = true.
+  1: optional list<string> keys
+  // Or list: the keys of database list_db (not its partitions), or with
+  // list_table the partition keys of that table, from offset, at most limit.
+  2: optional string list_db
+  3: optional string list_table
+  4: optional i32 offset
+  5: optional i32 limit
+}
+
+struct TFetchResponse {
+  1: required string service_id
+  // The catalog version the answer is valid at.
+  2: required i64 version
+  // Fetched entries (with object, or removed), or listed keys (no object).
+  3: required list<TCatalogEntry> entries
+  // A listing: how many keys the whole group has (offset + entries < total: more).
+  4: optional i32 total
 }
 
 // Load one table now, ahead of the background loader.
@@ -161,6 +191,7 @@ struct TRequest {
   4: optional TCatchUpRequest catch_up
   5: optional TLoadTableRequest load_table
   6: optional TSubscriberReport report
+  7: optional TFetchRequest fetch
 }
 
 // catalogd -> subscriber; request_id echoes the request's.
@@ -174,6 +205,7 @@ struct TResponse {
   // Answer to a TLoadTableRequest with answer_when_loaded: the catalog version
   // whose state shows the reload (published; the current version if nothing changed).
   7: optional i64 loaded_version
+  8: optional TFetchResponse fetched
 }
 
 enum TAdminCommand {

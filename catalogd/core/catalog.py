@@ -27,7 +27,7 @@ Not thread-safe: one owner (catalogd's catalog thread) calls every method.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from subscriber.protocol.delta import Delta, Entry
@@ -48,6 +48,9 @@ def _discard(index: dict[str, set[str]], group: str, key: str) -> None:
     members.discard(key)
     if not members:
         del index[group]
+
+
+_EMPTY: frozenset[str] = frozenset()
 
 
 class DeltaUnavailableError(CatalogError):
@@ -85,6 +88,8 @@ class Catalog:
         self._by_database: dict[str, set[str]] = {}
         # "db.table" -> live partition keys, so a table refresh needs no scan.
         self._partitions: dict[str, set[str]] = {}
+        # database -> live keys other than partitions (a listing of its objects).
+        self._heads: dict[str, set[str]] = {}
         # object type (key prefix) -> live count, for status and metrics.
         self._counts: dict[str, int] = {}
         self._live = 0
@@ -149,6 +154,15 @@ class Catalog:
         """Every live key of one table or view: header (TABLE or VIEW) and partitions."""
         heads = {table_key(db, table), table_key(db, table, view=True)}
         return self.partition_keys(db, table) | {k for k in heads if k in self}
+
+    def head_keys(self, db: str) -> Collection[str]:
+        """Live keys of database ``db`` other than partitions (its object, tables, views,
+        functions), not copied: read it on the thread that commits, before the next commit."""
+        return self._heads.get(db, _EMPTY)
+
+    def partition_key_set(self, db: str, table: str) -> Collection[str]:
+        """:meth:`partition_keys` not copied (same caveat as :meth:`head_keys`)."""
+        return self._partitions.get(f"{db.lower()}.{table.lower()}", _EMPTY)
 
     def keys_with_prefix(self, prefix: str, *, db: str | None = None) -> list[str]:
         """Live keys starting with ``prefix``; ``db`` narrows the scan to one database."""
@@ -238,6 +252,8 @@ class Catalog:
                 _discard(self._by_database, db, key)
                 if table is not None:
                     _discard(self._partitions, table, key)
+                else:
+                    _discard(self._heads, db, key)
         else:
             if self._tombstones:
                 self._tombstones.pop(key, None)
@@ -245,8 +261,8 @@ class Catalog:
                 self._live += 1
                 self._counts[kind] = self._counts.get(kind, 0) + 1
                 self._by_database.setdefault(db, set()).add(key)
-                if table is not None:
-                    self._partitions.setdefault(table, set()).add(key)
+                index = self._partitions if table is not None else self._heads
+                index.setdefault(table if table is not None else db, set()).add(key)
 
     def _prune_tombstones(self) -> None:
         while len(self._tombstones) > self._max_tombstones:

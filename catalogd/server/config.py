@@ -70,6 +70,8 @@ class ServerStats:
     garbage: int = 0
     load_requests: int = 0
     load_requests_unknown: int = 0
+    fetches: int = 0
+    """On-demand subscribers' fetches answered (:mod:`catalogd.server.fetches`)."""
     reports_refused: int = 0
     """Reports for a client id the sending connection did not join under."""
     busy: int = 0

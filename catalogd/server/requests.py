@@ -14,9 +14,11 @@ What each command yields:
   so a prompt heartbeat saves it up to one interval.
 * ``snapshot`` -> no immediate response but a :class:`SnapshotJob` to stream
   (entries captured now, see :mod:`catalogd.server.snapshots`).
-* ``catch_up`` -> a ``TDelta`` from the delta log, or ``NOTFOUND`` when the
-  log no longer reaches back that far or the delta exceeds
-  ``max_catch_up_entries``: the subscriber must take a snapshot.
+* ``catch_up`` -> a ``TDelta`` from the delta log (with ``invalidations``: keys and
+  versions only), or ``NOTFOUND`` when the log no longer reaches back that far or the
+  delta exceeds ``max_catch_up_entries``: the subscriber must take a snapshot.
+* ``fetch`` -> a ``TFetchResponse`` (:mod:`catalogd.server.fetches`): an on-demand
+  subscriber's read of entries by key, or of a page of one group's keys.
 * ``load_table`` with ``reload`` -> ``OK`` and ``reload_request=(db, table)``
   (a write through an HMS endpoint; the table need not be known yet); with
   ``answer_when_loaded`` no response now but ``reply_to=(peer, request id)``: the
@@ -41,10 +43,12 @@ from typing import Any, Literal
 
 import idl
 from catalogd.core.catalog import Catalog, DeltaUnavailableError
+from catalogd.server import fetches
 from catalogd.server.config import ServerStats
 from catalogd.server.members import Membership, Report
 from catalogd.server.snapshots import SnapshotJob, snapshot_frames, wanted_databases
 from subscriber.protocol import codec, wire
+from subscriber.protocol.delta import Delta
 from subscriber.protocol.errors import ProtocolError
 
 svc = idl.catalog_service
@@ -55,6 +59,7 @@ Counter = Literal[
     "catch_ups_refused",
     "load_requests",
     "load_requests_unknown",
+    "fetches",
     "garbage",
 ]
 """The :class:`ServerStats` counter a request adds one to."""
@@ -123,6 +128,7 @@ def answer(
             request_id=rid,
             databases=request.snapshot.databases,
             chunk_size=state.snapshot_chunk,
+            empty=bool(request.snapshot.empty),
         )
         return Outcome(snapshot=SnapshotJob(identity, rid, frames), counter="snapshots")
     if request.catch_up is not None:
@@ -147,6 +153,11 @@ def answer(
             response=svc.TResponse(request_id=rid, status=ok()),
             load_request=(db, table),
             counter="load_requests",
+        )
+    if request.fetch is not None:
+        fetched = fetches.fetch(catalog, state.service_id, request.fetch)
+        return Outcome(
+            response=svc.TResponse(request_id=rid, status=ok(), fetched=fetched), counter="fetches"
         )
     if request.report is not None:
         report = request.report
@@ -202,6 +213,10 @@ def catch_up(rid: int | None, req: Any, catalog: Catalog, state: ServerState) ->
         return Outcome(
             response=status(svc.TStatusCode.NOTFOUND, "catch-up too large: take a snapshot", rid),
             counter="catch_ups_refused",
+        )
+    if req.invalidations:  # an on-demand subscriber: keys and versions only
+        delta = Delta(
+            delta.from_version, delta.to_version, tuple(e.invalidation() for e in delta.entries)
         )
     return Outcome(
         response=svc.TResponse(

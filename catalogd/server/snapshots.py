@@ -47,11 +47,17 @@ def snapshot_frames(
     request_id: int | None,
     databases: list[str] | None,
     chunk_size: int,
+    empty: bool = False,
 ) -> Iterator[bytes]:
-    """Encode a snapshot lazily, chunk by chunk; the entries are captured now."""
+    """Encode a snapshot lazily, chunk by chunk; the entries are captured now.
+    ``empty``: an on-demand subscriber's, only the version (no entries, no scan)."""
     version = catalog.version
     wanted = wanted_databases(databases)
-    entries = [e for e in catalog.live_entries() if wanted is None or database_of(e.key) in wanted]
+    entries = (
+        []
+        if empty
+        else [e for e in catalog.live_entries() if wanted is None or database_of(e.key) in wanted]
+    )
     return _frames(service_id, request_id, version, entries, chunk_size)
 
 

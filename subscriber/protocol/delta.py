@@ -30,9 +30,16 @@ class VersionGapError(CatalogError):
     """A delta does not start at the version of the copy it is applied to."""
 
 
+INVALIDATED = b""
+"""The payload of an *invalidation*: the key changed (or appeared) at the entry's
+version, its object was not sent (an on-demand subscriber fetches what it reads).
+No encoded catalog object is empty, so it cannot be mistaken for one."""
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One key at one version: a live object, or a tombstone when ``payload`` is None."""
+    """One key at one version: a live object, a tombstone when ``payload`` is None, or
+    an invalidation when it is :data:`INVALIDATED`."""
 
     key: str
     version: int
@@ -41,6 +48,10 @@ class Entry:
     @property
     def removed(self) -> bool:
         return self.payload is None
+
+    def invalidation(self) -> Entry:
+        """This change without its object (a tombstone stays a tombstone)."""
+        return self if self.payload is None else Entry(self.key, self.version, INVALIDATED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,9 @@ topic          body               meaning
                                   the last part also carries the commit counts
 ``c``          ``TDeltaCommit``   closes a delta: entry counts per database
 ``h``          ``THeartbeat``     service id, newest version, interval
+``i<db>\\0``    ``TDelta``         the same part as an *invalidation*: keys and
+                                  versions only (an empty object: changed; removed:
+                                  gone), for on-demand subscribers; the same counts
 =============  =================  =============================================
 
 ZeroMQ filters by topic prefix at the publisher, so a subscriber that follows
@@ -33,7 +36,7 @@ messages with a ``TSnapshotChunk`` each, then one with a ``TSnapshotEnd``
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import idl
@@ -55,22 +58,31 @@ svc = idl.catalog_service
 TOPIC_DELTA = b"d"
 TOPIC_COMMIT = b"c"
 TOPIC_HEARTBEAT = b"h"
+TOPIC_INVALIDATION = b"i"
 
 
 def delta_topic(database: str) -> bytes:
     return TOPIC_DELTA + database.encode() + b"\0"
 
 
-def subscriptions(databases: Iterable[str] | None) -> list[bytes]:
-    """The SUB prefixes for following ``databases`` (None: everything).
+def invalidation_topic(database: str) -> bytes:
+    return TOPIC_INVALIDATION + database.encode() + b"\0"
+
+
+def subscriptions(databases: Iterable[str] | None, *, on_demand: bool = False) -> list[bytes]:
+    """The SUB prefixes for following ``databases`` (None: everything); ``on_demand``:
+    their invalidations instead of their deltas.
 
     Following everything needs no ``c`` messages: the last part of each delta
     carries the commit counts, so a single-database delta is one message.
     """
+    prefix, topic = (
+        (TOPIC_INVALIDATION, invalidation_topic) if on_demand else (TOPIC_DELTA, delta_topic)
+    )
     if databases is None:
-        return [TOPIC_DELTA, TOPIC_HEARTBEAT]
-    return [TOPIC_COMMIT, TOPIC_HEARTBEAT, delta_topic(GLOBAL)] + [
-        delta_topic(db) for db in sorted(set(databases))
+        return [prefix, TOPIC_HEARTBEAT]
+    return [TOPIC_COMMIT, TOPIC_HEARTBEAT, topic(GLOBAL)] + [
+        topic(db) for db in sorted(set(databases))
     ]
 
 
@@ -106,29 +118,38 @@ def entries_from_thrift(items: Any) -> tuple[Entry, ...]:
 # -- publications ----------------------------------------------------------------
 
 
-def delta_messages(service_id: str, delta: Delta) -> list[tuple[bytes, bytes]]:
-    """The ``(topic, body)`` messages that publish ``delta``: parts, then the commit."""
+def delta_messages(
+    service_id: str, delta: Delta, *, invalidations: bool = True
+) -> list[tuple[bytes, bytes]]:
+    """The ``(topic, body)`` messages that publish ``delta``: parts, then (with
+    ``invalidations``) the same parts as invalidations, then the commit."""
     by_db: dict[str, list[Entry]] = {}
     for entry in delta.entries:
         by_db.setdefault(database_of(entry.key), []).append(entry)
     counts = {db: len(items) for db, items in by_db.items()}
     last = next(reversed(by_db)) if by_db else None
-    messages = [
-        (
-            delta_topic(db),
-            codec.frame(
-                encode_delta(
-                    service_id,
-                    delta.from_version,
-                    delta.to_version,
-                    items,
-                    database=db,
-                    counts=counts if db == last else None,
-                )
-            ),
-        )
-        for db, items in by_db.items()
-    ]
+
+    def parts(topic: Callable[[str], bytes], strip: bool) -> list[tuple[bytes, bytes]]:
+        return [
+            (
+                topic(db),
+                codec.frame(
+                    encode_delta(
+                        service_id,
+                        delta.from_version,
+                        delta.to_version,
+                        [e.invalidation() for e in items] if strip else items,
+                        database=db,
+                        counts=counts if db == last else None,
+                    )
+                ),
+            )
+            for db, items in by_db.items()
+        ]
+
+    messages = parts(delta_topic, strip=False)
+    if invalidations:
+        messages += parts(invalidation_topic, strip=True)
     commit = svc.TDeltaCommit(
         service_id=service_id,
         from_version=delta.from_version,
@@ -217,7 +238,7 @@ def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbe
         ProtocolError: unknown topic, undecodable body, or fields missing.
     """
     kind = topic[:1]
-    if kind == TOPIC_DELTA:
+    if kind in (TOPIC_DELTA, TOPIC_INVALIDATION):
         t = codec.unpack(svc.TDelta, body)
         _require(t, "service_id", "from_version", "to_version")
         database = t.database if t.database is not None else topic[1:-1].decode(errors="replace")

@@ -417,6 +417,10 @@ def service_messages() -> dict[str, Any]:
         "TSnapshotEnd": end,
         "TCatchUpRequest": CS.TCatchUpRequest(from_version=10, databases=["sales"]),
         "TLoadTableRequest": CS.TLoadTableRequest(db_name="sales", tbl_name="events"),
+        "TFetchRequest": CS.TFetchRequest(list_db="sales", list_table="events", offset=0, limit=9),
+        "TFetchResponse": CS.TFetchResponse(
+            service_id="svc", version=7, entries=[CS.TCatalogEntry(key="k", version=3)], total=1
+        ),
         "TSubscriberReport": CS.TSubscriberReport(
             client_id="driver-7", service_id="svc-1", applied_version=20
         ),
