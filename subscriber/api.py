@@ -15,9 +15,10 @@ A subscriber belongs to the process that started it: using it in a forked child
 raises :class:`~subscriber.protocol.errors.ForkedProcessError`. It starts once
 (:class:`Lifecycle`): after :meth:`~CatalogSubscriber.close`, ``start`` raises.
 
-Why one module of over 400 lines: it is the whole public surface of the library in one
-class (lifecycle, waits, reads, listeners, privileges, pools, failover endpoints); the
-read helpers live in :mod:`subscriber.reads`.
+The reads (databases, tables, partitions, privileges, pools) are the mixin
+:class:`~subscriber.catalog_reads.CatalogReads`; with ``mode="on-demand"`` they
+read through a bounded cache that fetches misses from catalogd
+(:mod:`subscriber.ondemand`).
 """
 
 from __future__ import annotations
@@ -31,22 +32,20 @@ from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-import idl
-from subscriber import privileges, reads, requests
+from subscriber import reads
 from subscriber.cache import CacheView, ChangeEvent
+from subscriber.catalog_reads import CatalogReads
 from subscriber.curve import KeySource, client_keys
-from subscriber.protocol.delta import Entry
+from subscriber.ondemand.cache import OnDemandCache
+from subscriber.ondemand.reader import Fetcher, LazyView
 from subscriber.protocol.errors import (
     AuthenticationError,
     CatalogTimeoutError,
     ConflictError,
     ForkedProcessError,
     InvalidRequestError,
-    NotFoundError,
 )
-from subscriber.protocol.keys import GLOBAL, TableName, database_key
 from subscriber.reads import PartitionSpec
-from subscriber.requests import Loaded
 from subscriber.sync import Step, SyncMachine
 from subscriber.transport import SubscriberTransport, TransportConfig, TransportStats
 
@@ -59,9 +58,8 @@ log = logging.getLogger(__name__)
 
 Listener = Callable[[ChangeEvent], None]
 
-_LOAD_RETRY_S = 3.0
-svc = idl.catalog_service
-_UNLOADED = idl.catalog_objects.TTableType.UNLOADED_TABLE
+MODES = ("replica", "on-demand")
+"""A replica holds the whole catalog (of its databases); on-demand what was read."""
 
 
 class Lifecycle(Enum):
@@ -72,7 +70,7 @@ class Lifecycle(Enum):
     CLOSED = "closed"
 
 
-class CatalogSubscriber:
+class CatalogSubscriber(CatalogReads):
     """Subscribes to catalogd and keeps a local, versioned copy of its catalog.
 
     Args:
@@ -93,10 +91,16 @@ class CatalogSubscriber:
         client_key: this client's secret key: its ``NAME.key_secret`` file or the
             Z85 secret key. Give both or neither; a refused key shows in
             :attr:`last_error` (and :attr:`is_synced` stays false).
+        mode: ``"replica"`` (the default: the whole catalog, or its ``databases``, held
+            and kept current; reads never block) or ``"on-demand"`` (only what is read,
+            fetched from catalogd on a miss, at most ``cache_mb`` MiB, kept right by
+            catalogd's invalidations: fast to start whatever the catalog's size).
+        cache_mb: the on-demand cache's cap.
 
     Raises:
         InvalidRequestError: only one of the keys given, or a key that cannot be read;
-            an endpoint that is not ``[tcp://]HOST:PORT`` (:mod:`subscriber.endpoints`).
+            an endpoint that is not ``[tcp://]HOST:PORT`` (:mod:`subscriber.endpoints`);
+            an unknown ``mode``.
     """
 
     def __init__(
@@ -110,7 +114,11 @@ class CatalogSubscriber:
         request_timeout_s: float = 30.0,
         server_key: KeySource | None = None,
         client_key: KeySource | None = None,
+        mode: str = "replica",
+        cache_mb: int = 256,
     ) -> None:
+        if mode not in MODES:
+            raise InvalidRequestError(f"mode {mode!r}: one of {', '.join(MODES)}")
         if (server_key is None) != (client_key is None):
             raise InvalidRequestError("give both server_key and client_key, or neither")
         keys = None if server_key is None else client_keys(server_key, client_key or "")
@@ -120,18 +128,29 @@ class CatalogSubscriber:
         self.databases = dbs
         """The databases followed (lower case, sorted); None: all."""
         self._pid = os.getpid()
+        self.mode = mode
+        on_demand = OnDemandCache(cache_mb << 20) if mode == "on-demand" else None
         config = TransportConfig(
-            endpoints=endpoints, databases=dbs, client_id=self.client_id, rcvhwm=rcvhwm, curve=keys
+            endpoints=endpoints,
+            databases=dbs,
+            client_id=self.client_id,
+            rcvhwm=rcvhwm,
+            curve=keys,
+            on_demand=on_demand is not None,
         )
         self._machine = SyncMachine(
             databases=dbs,
             stale_after_heartbeats=stale_after_heartbeats,
             request_timeout_s=request_timeout_s,
+            cache=on_demand,  # type: ignore[arg-type]  # the same apply/install/view
         )
         self._transport = SubscriberTransport(config, self._machine, self._after_step)
+        self._on_demand = on_demand
+        self._fetcher = Fetcher(self._transport.send_request, request_timeout_s)
         self._listeners: tuple[Listener, ...] = ()
         self._machine.cache.emit_events = False  # until someone listens
         self._changed = threading.Condition()
+        self._steps = 0  # steps the transport thread took (wait_until's wake-ups)
         self._decode = reads.ObjectDecoder()
         self._privileges = reads.PrivilegeIndexes(self._decode)
         self._state = Lifecycle.LATENT
@@ -165,6 +184,7 @@ class CatalogSubscriber:
         self._state = Lifecycle.CLOSED
         self._transport.close()
         with self._changed:
+            self._steps += 1
             self._changed.notify_all()
 
     def __enter__(self) -> CatalogSubscriber:
@@ -249,15 +269,19 @@ class CatalogSubscriber:
         """
         self._check_process()
         deadline = time.monotonic() + timeout
-        with self._changed:
-            while not condition():
+        while True:
+            seen = self._steps  # the condition runs unlocked: an on-demand read may fetch
+            if condition():
+                return
+            with self._changed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._state is Lifecycle.CLOSED:
                     raise CatalogTimeoutError(
                         f"timed out after {timeout:g}s waiting for {what} "
                         f"(cached version {self.version})"
                     )
-                self._changed.wait(remaining)
+                if self._steps == seen:  # nothing changed since it was checked
+                    self._changed.wait(remaining)
 
     # -- listeners -------------------------------------------------------------------------
 
@@ -270,101 +294,6 @@ class CatalogSubscriber:
         self._listeners = tuple(x for x in self._listeners if x is not listener)
         self._machine.cache.emit_events = bool(self._listeners)
 
-    # -- reads -------------------------------------------------------------------------------
-
-    def list_databases(self) -> list[str]:
-        view = self.cache_view()
-        return sorted(db for db in view.by_database if db != GLOBAL)
-
-    def get_database(self, name: str) -> Any:
-        """The ``TDatabase`` named ``name``.
-
-        Raises:
-            NotFoundError: no such database in the cache.
-        """
-        entry = self.cache_view().get(database_key(name))
-        if entry is None:
-            raise NotFoundError(f"database {name.lower()!r} not found")
-        return self._decode(entry).db
-
-    def list_tables(self, db: str) -> list[str]:
-        """Names of the tables and views in ``db``.
-
-        Raises:
-            NotFoundError: no such database in the cache.
-        """
-        return reads.table_names(self.cache_view(), db.lower())
-
-    def get_table(self, name: str, *, load: bool = False, timeout: float = 60.0) -> Any:
-        """The ``TTable`` for ``"db.table"`` (a view too). Partitions are separate:
-        see :meth:`list_partitions`.
-
-        While catalogd has not loaded a table yet, its ``table_type`` is
-        ``UNLOADED_TABLE`` and only the name is known. With ``load=True`` such a
-        table is loaded first: catalogd is asked for a priority load and this
-        call blocks (up to ``timeout`` seconds) until the loaded table arrives.
-
-        Raises:
-            InvalidRequestError: ``name`` is not of the form DB.TABLE.
-            NotFoundError: no such table or view in the cache.
-            CatalogTimeoutError: ``load`` and the table did not arrive in time.
-        """
-        table_name = TableName.parse(name)
-        table = self._decode(self._table_entry(table_name)).table
-        if not load or table.table_type != _UNLOADED:
-            return table
-        request = requests.load(table_name.db, table_name.table)
-
-        def loaded() -> bool:
-            try:
-                return self._decode(self._table_entry(table_name)).table.table_type != _UNLOADED
-            except NotFoundError:
-                return True  # dropped meanwhile: the next read says so
-
-        what, deadline = f"table {table_name} to load", time.monotonic() + timeout
-        while True:
-            # Asked again every few seconds: one lost (reconnect, full pipe) must not stall.
-            self._transport.send_request(request)
-            remaining = deadline - time.monotonic()
-            try:
-                self.wait_until(loaded, min(remaining, _LOAD_RETRY_S), what)
-                break
-            except CatalogTimeoutError:
-                if remaining <= _LOAD_RETRY_S:
-                    message = f"table {table_name} not loaded within {timeout:g}s"
-                    raise CatalogTimeoutError(message) from None
-        return self._decode(self._table_entry(table_name)).table
-
-    def _table_entry(self, name: TableName) -> Entry:
-        return reads.table_entry(self.cache_view(), name)
-
-    def list_partitions(self, table: str, spec: PartitionSpec = None) -> list[Any]:
-        """The ``THdfsPartition`` objects of ``table`` matching a partial spec.
-
-        ``spec`` is like HMS ``get_partitions_ps``: a mapping or a ``k=v/k2=v2``
-        string naming any subset of the partition columns; None matches all.
-        Results are sorted by partition name.
-
-        Raises:
-            NotFoundError: no such table.
-            InvalidRequestError: a malformed spec, or a column that is not a
-                partition column of the table.
-        """
-        name = TableName.parse(table)
-        view = self.cache_view()
-        header = self._decode(reads.table_entry(view, name)).table
-        columns = [c.columnName.lower() for c in (header.clustering_columns or [])]
-        found = reads.partition_entries(view, name, columns, spec)
-        return [self._decode(entry).hdfs_partition for entry in found]
-
-    def request_reload(self, db: str, table: str | None = None, on_loaded: Loaded = None) -> None:
-        """Ask catalogd to reload ``db.table`` from HMS now (``table`` None: the
-        database's table names and functions), as after a write made elsewhere.
-        Non-blocking. ``on_loaded`` (called on the subscriber's thread; must not block)
-        gets the version whose state shows the reload once published (wait with
-        :meth:`wait_for_version`), or None if none will come (failed, gone, busy)."""
-        self._transport.send_request(*requests.reload(db, table, on_loaded))
-
     def metastore_endpoint(
         self, upstream: str, listen: str = "127.0.0.1:0", **options: Any
     ) -> MetastoreEndpoint:
@@ -376,51 +305,14 @@ class CatalogSubscriber:
 
         return MetastoreEndpoint(self, EndpointConfig(upstream=upstream, listen=listen, **options))
 
-    # -- privileges and cache pools --------------------------------------------------------
-
-    def list_principals(self, principal_type: str | None = None) -> list[Any]:
-        """Roles, users and groups known to the catalog (optionally of one type)."""
-        return privileges.principals(self._privileges(self.cache_view()), principal_type)
-
-    def privileges_of(self, principal: str, principal_type: str = "ROLE") -> list[Any]:
-        """The grants held directly by one principal.
-
-        Raises:
-            NotFoundError: no such principal.
-        """
-        return privileges.privileges_of(
-            self._privileges(self.cache_view()), principal, principal_type
-        )
-
-    def check_privilege(
-        self,
-        user: str,
-        groups: Iterable[str],
-        level: str | int,
-        db: str,
-        table: str | None = None,
-        column: str | None = None,
-    ) -> bool:
-        """Whether ``user`` (in ``groups``) holds ``level`` (e.g. ``"SELECT"``) on the object,
-        with HMS/Impala semantics: see :mod:`subscriber.privileges`."""
-        return privileges.check_privilege(
-            self._privileges(self.cache_view()), user, list(groups), level, db, table, column
-        )
-
-    def list_cache_pools(self) -> list[Any]:
-        """The ``THdfsCachePool`` objects, sorted by name."""
-        return reads.cache_pools(self.cache_view(), self._decode)
-
-    def cached_tables(self, pool: str | None = None) -> list[str]:
-        """Tables (``db.table``) and partitions (``db.table/k=v``) marked cached
-        (in ``pool`` when given), from table headers alone."""
-        return reads.cached_tables(self.cache_view(), self._decode, pool)
-
     # -- for adapters over the cache (the HMS endpoint) ---------------------------------------
 
     def cache_view(self) -> CacheView:
-        """The current immutable view of the cache (never changes once returned)."""
+        """The current immutable view of the cache (never changes once returned); on
+        demand, a :class:`~subscriber.ondemand.reader.LazyView` with the same reads."""
         self._check_process()
+        if self._on_demand is not None:
+            return LazyView(self._on_demand, self._fetcher)  # type: ignore[return-value]
         return self._machine.cache.view
 
     @property
@@ -447,4 +339,5 @@ class CatalogSubscriber:
                 except Exception:  # noqa: BLE001 - a listener never kills the thread
                     log.exception("catalog listener %r failed on %s", listener, event)
         with self._changed:
+            self._steps += 1
             self._changed.notify_all()

@@ -115,6 +115,8 @@ class SyncMachine:
         request_timeout_s: re-send a snapshot/catch-up request after this long.
         report_interval_s: while synced, report the applied version at least
             this often (and at once when it changes).
+        cache: what the deltas are applied to (default a replica; an on-demand
+            subscriber passes an :class:`~subscriber.ondemand.cache.OnDemandCache`).
     """
 
     def __init__(
@@ -124,8 +126,9 @@ class SyncMachine:
         stale_after_heartbeats: float = 3.0,
         request_timeout_s: float = 10.0,
         report_interval_s: float = 1.0,
+        cache: CatalogCache | None = None,
     ) -> None:
-        self.cache = CatalogCache()
+        self.cache: CatalogCache = cache if cache is not None else CatalogCache()
         self.databases = None if databases is None else frozenset(d.lower() for d in databases)
         self.phase = Phase.JOINING
         self.stale = False

@@ -72,6 +72,8 @@ class TransportConfig:
     max_message_bytes: int = 1 << 30
     curve: ClientKeys | None = None
     """CURVE keys for both sockets (see :mod:`subscriber.curve`); None: plain TCP."""
+    on_demand: bool = False
+    """Follow invalidations, not deltas; empty snapshots (:mod:`subscriber.ondemand`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "endpoints", parse_endpoints(self.endpoints))
@@ -202,7 +204,9 @@ class SubscriberTransport:
             sub.setsockopt(zmq.RCVHWM, self.config.rcvhwm)
             sub.setsockopt(zmq.MAXMSGSIZE, self.config.max_message_bytes)
             curve.apply(sub, self.config.curve)
-            for prefix in wire.subscriptions(self.config.databases):
+            for prefix in wire.subscriptions(
+                self.config.databases, on_demand=self.config.on_demand
+            ):
                 sub.setsockopt(zmq.SUBSCRIBE, prefix)
             sub.connect(self._pub_endpoint(welcome.pub_endpoint))
             self._dealer = dealer
@@ -395,7 +399,9 @@ class SubscriberTransport:
                     svc.TRequest(
                         request_id=self._catch_up_rid,
                         catch_up=svc.TCatchUpRequest(
-                            from_version=action.from_version, databases=self._databases()
+                            from_version=action.from_version,
+                            databases=self._databases(),
+                            invalidations=self.config.on_demand or None,
                         ),
                     )
                 )
@@ -412,7 +418,9 @@ class SubscriberTransport:
         self._send(
             svc.TRequest(
                 request_id=self._snapshot_rid,
-                snapshot=svc.TSnapshotRequest(databases=self._databases()),
+                snapshot=svc.TSnapshotRequest(
+                    databases=self._databases(), empty=self.config.on_demand or None
+                ),
             )
         )
 

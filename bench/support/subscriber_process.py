@@ -4,6 +4,7 @@
 
     cd bench && python -m support.subscriber_process fanout ENDPOINT RAW_PUB REPORT INDEX
     cd bench && python -m support.subscriber_process sync ENDPOINT REPORT TIMEOUT_S
+    cd bench && python -m support.subscriber_process ready ENDPOINT REPORT MODE TABLES TIMEOUT_S
 
 Started with ``subprocess`` (``cwd`` ``bench/``) by ``propagation.py`` and
 ``sync_bench.py``, never imported by them, so a child loads only pyzmq,
@@ -22,6 +23,9 @@ fanout: a raw SUB on ``RAW_PUB`` (the bench's plain pyzmq PUB) plus a
 
 sync: measure RSS, start a ``CatalogSubscriber``, time ``start()`` to
 ``wait_synced``, measure RSS again, report.
+
+ready: a ``CatalogSubscriber`` in ``replica`` or ``on-demand`` mode: constructor ->
+first ``get_table`` answered, and RSS after reading some tables' partitions.
 """
 
 from __future__ import annotations
@@ -129,12 +133,50 @@ def sync(endpoint: str, report: str, timeout_s: float) -> None:
     ctx.term()
 
 
+def ready(endpoint: str, report: str, mode: str, tables: str, timeout_s: float) -> None:
+    """Constructor -> first ``get_table`` answered, then RSS after reading ``tables``
+    (comma-separated ``db.table``: each header and every partition)."""
+    ctx = zmq.Context()
+    push = ctx.socket(zmq.PUSH)
+    push.connect(report)
+    result: dict[str, Any] = {}
+    names = tables.split(",")
+    gc.collect()
+    before = rss_bytes()
+    started = time.monotonic()
+    sub = CatalogSubscriber(endpoint, client_id=f"ready-{mode}", mode=mode).start()
+    try:
+        sub.wait_synced(timeout_s)
+        sub.get_table(names[0])
+        result["ready_s"] = time.monotonic() - started
+        result["rss_ready"] = rss_bytes() - before
+        started = time.monotonic()
+        partitions = sum(len(sub.list_partitions(name)) for name in names)
+        result["read_s"] = time.monotonic() - started
+        result["partitions_read"] = partitions
+        gc.collect()
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        result["rss_read"] = rss_bytes() - before
+        started = time.monotonic()
+        sub.list_partitions(names[0], {"region": "region-003"})
+        result["warm_filtered_s"] = time.monotonic() - started
+    except Exception as exc:  # noqa: BLE001 - reported to the bench, which prints it
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        sub.close()
+    push.send_json(result)
+    push.close(linger=5000)
+    ctx.term()
+
+
 def main(argv: list[str]) -> int:
     mode, *args = argv
     if mode == "fanout":
         fanout(args[0], args[1], args[2], int(args[3]))
     elif mode == "sync":
         sync(args[0], args[1], float(args[2]))
+    elif mode == "ready":
+        ready(args[0], args[1], args[2], args[3], float(args[4]))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     return 0

@@ -32,7 +32,13 @@ from dataclasses import dataclass
 
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.errors import CatalogError
-from subscriber.protocol.keys import PARTITION_PREFIX, database_of, split_partition_key, table_key
+from subscriber.protocol.keys import (
+    PARTITION_PREFIX,
+    database_key,
+    database_of,
+    split_partition_key,
+    table_key,
+)
 
 _PARTITION = PARTITION_PREFIX
 
@@ -159,6 +165,10 @@ class Catalog:
         """Live keys of database ``db`` other than partitions (its object, tables, views,
         functions), not copied: read it on the thread that commits, before the next commit."""
         return self._heads.get(db, _EMPTY)
+
+    def database_keys(self) -> list[str]:
+        """The live ``DATABASE`` keys (one look per database, no scan of its objects)."""
+        return [key for key in map(database_key, self._heads) if key in self]
 
     def partition_key_set(self, db: str, table: str) -> Collection[str]:
         """:meth:`partition_keys` not copied (same caveat as :meth:`head_keys`)."""

@@ -9,7 +9,8 @@ over the same ROUTER, for what it reads (``TRequest.fetch``):
 * ``list_db``: the keys (with versions, no objects) of one database's objects
   other than partitions (its database object, tables, views, functions), a page at
   a time (``offset``, ``limit``), with the group's ``total``;
-* ``list_db`` + ``list_table``: that table's partition keys, likewise.
+* ``list_db`` + ``list_table``: that table's partition keys, likewise;
+* ``list_db`` ``"*"``: the ``DATABASE`` keys of every database.
 
 Every answer carries the catalog version it is valid at, so the subscriber can
 tell it from invalidations it has seen (:mod:`subscriber.ondemand.cache`).
@@ -23,6 +24,7 @@ version tells the subscriber whether it changed between two pages.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection
 from typing import Any
 
 import idl
@@ -31,10 +33,12 @@ from subscriber.protocol import wire
 from subscriber.protocol.delta import INVALIDATED, Entry
 from subscriber.protocol.errors import ProtocolError
 
-__all__ = ["MAX_KEYS", "MAX_PAGE", "fetch"]
+__all__ = ["DATABASES", "MAX_KEYS", "MAX_PAGE", "fetch"]
 
 svc = idl.catalog_service
 
+DATABASES = "*"
+"""``list_db`` for the list of databases (no database is named ``*``)."""
 MAX_KEYS = 1_000
 """Entries one fetch may ask for (objects can be large: a page of partitions)."""
 MAX_PAGE = 10_000
@@ -66,11 +70,13 @@ def fetch(catalog: Catalog, service_id: str, req: Any) -> Any:
     if offset < 0 or limit < 0:
         raise ProtocolError("fetch: negative offset or limit")
     db = req.list_db.lower()
-    group = (
-        catalog.partition_key_set(db, req.list_table)
-        if req.list_table is not None
-        else catalog.head_keys(db)
-    )
+    group: Collection[str]
+    if db == DATABASES:
+        group = catalog.database_keys()
+    elif req.list_table is not None:
+        group = catalog.partition_key_set(db, req.list_table)
+    else:
+        group = catalog.head_keys(db)
     page = []
     for key in itertools.islice(group, offset, offset + min(limit, MAX_PAGE)):
         entry = catalog.get(key)

@@ -40,7 +40,15 @@ from subscriber.cache import ChangeEvent, ChangeKind
 from subscriber.protocol.delta import INVALIDATED, Delta, Entry, VersionGapError
 from subscriber.protocol.keys import PARTITION_PREFIX, database_of, split_partition_key
 
-__all__ = ["ENTRY_OVERHEAD", "LOG_LIMIT", "CacheStats", "OnDemandCache", "OnDemandView", "group_of"]
+__all__ = [
+    "DATABASES",
+    "ENTRY_OVERHEAD",
+    "LOG_LIMIT",
+    "CacheStats",
+    "OnDemandCache",
+    "OnDemandView",
+    "group_of",
+]
 
 ENTRY_OVERHEAD = 120
 """Bytes counted per cached entry beside its key and payload (dict slot, objects)."""
@@ -68,12 +76,22 @@ class CacheStats:
     """Fetched entries not cached (older than an invalidation seen, or unverifiable)."""
 
 
+DATABASES = "*"
+"""The listing of every ``DATABASE`` key."""
+
+
 def group_of(key: str) -> str:
     """The listing a key belongs to: ``db`` for a database's objects, ``db.table``
-    (with a ``/``: ``db.table/``) for a table's partitions."""
+    (with a ``/``: ``db.table/``) for a table's partitions. A ``DATABASE`` key is in
+    :data:`DATABASES` too."""
     if key.startswith(PARTITION_PREFIX):
         return split_partition_key(key)[0] + "/"
     return database_of(key)
+
+
+def _groups_of(key: str) -> tuple[str, ...]:
+    group = group_of(key)
+    return (group, DATABASES) if key.startswith("DATABASE:") else (group,)
 
 
 @dataclass(slots=True)
@@ -226,18 +244,22 @@ class OnDemandCache:
         return self._log.get(key, -1) <= version
 
     def _invalidate(self, entry: Entry) -> None:
-        key, version, group = entry.key, entry.version, group_of(entry.key)
+        key, version = entry.key, entry.version
         self._log[key] = version
         self._log.move_to_end(key)
-        self._groups[group] = version
         cached = self._entries.get(key)
         if isinstance(cached, _Cached) and cached.version < version:
             self._drop(key)
             self.stats.invalidated += 1
-        listing = self._entries.get(_listing_key(group))
-        if not isinstance(listing, _Listing) or version <= listing.at:
-            return  # no listing, or one that shows this change already
-        if entry.payload is None:
+        for group in _groups_of(key):
+            self._groups[group] = version
+            listing = self._entries.get(_listing_key(group))
+            if isinstance(listing, _Listing) and version > listing.at:
+                self._relist(listing, key, version, removed=entry.payload is None)
+
+    def _relist(self, listing: _Listing, key: str, version: int, removed: bool) -> None:
+        """A change newer than ``listing``'s answer: drop or add/update ``key``."""
+        if removed:
             if listing.keys.pop(key, None) is not None:
                 listing.size -= len(key) + 16
                 self._bytes -= len(key) + 16
