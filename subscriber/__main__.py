@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from subscriber import ondemand
 from subscriber.api import CatalogSubscriber
 from subscriber.cache import ChangeEvent
 from subscriber.endpoints import parse_endpoints
@@ -68,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     watch.add_argument(
         "--key", metavar="FILE", help="this client's secret CURVE key file (NAME.key_secret)"
     )
+    ondemand.add_arguments(watch)
     metastore_cli.add_parser(commands)
     return parser
 
@@ -96,7 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         endpoints = parse_endpoints(args.endpoint)
         sub = CatalogSubscriber(
-            endpoints, databases=databases, server_key=args.server_key, client_key=args.key
+            endpoints,
+            databases=databases,
+            server_key=args.server_key,
+            client_key=args.key,
+            mode=args.mode,
+            cache_mb=args.cache_mb,
         )
     except CatalogError as exc:
         print(f"watch: {exc}", file=sys.stderr)

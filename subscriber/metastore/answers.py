@@ -27,10 +27,11 @@ from collections.abc import Callable
 from typing import Any
 
 import idl
-from subscriber.cache import CacheView, PartitionSet
+from subscriber.cache import CacheView
 from subscriber.memo import BoundedMemo
 from subscriber.metastore import filters, orders, shapes
 from subscriber.metastore.framing import struct_list_success, success_struct
+from subscriber.metastore.rows import Rows, same, token
 from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec, hms_partition
 from subscriber.protocol.binary import I32, LIST, STRUCT
@@ -41,7 +42,6 @@ from subscriber.protocol.keys import (
     database_key,
     make_partition_name,
     object_type_of,
-    parse_partition_name,
     table_key,
 )
 
@@ -50,23 +50,6 @@ _UNLOADED = idl.catalog_objects.TTableType.UNLOADED_TABLE
 _MEMO_LIMIT = 400_000
 
 Decode = Callable[[Entry], Any]
-
-
-class _Rows:
-    """One table's partitions sorted by name: (name, values, entry) each."""
-
-    __slots__ = ("names", "rows", "source")
-
-    def __init__(self, source: PartitionSet) -> None:
-        self.source = source
-        self.rows = sorted(
-            (
-                (name, [v for _, v in parse_partition_name(name)], entry)
-                for name, entry in source.items()
-            ),
-            key=lambda row: row[0],
-        )
-        self.names = {row[0]: row for row in self.rows}
 
 
 class CacheAnswers:
@@ -81,7 +64,7 @@ class CacheAnswers:
         self._decode = decode
         self._databases = databases
         self._encoded: BoundedMemo[tuple[str, int], bytes] = BoundedMemo(_MEMO_LIMIT)
-        self._rows: dict[str, _Rows] = {}
+        self._rows: dict[str, Rows] = {}
         self.orders = orders.RowOrders()
         """HMS's row orders learnt from its answers (several tables, all functions)."""
         self._handlers: dict[str, Callable[[CacheView, Any], bytes]] = {
@@ -269,15 +252,15 @@ class CacheAnswers:
 
     # -- partitions -------------------------------------------------------------------
 
-    def _partitioned(self, view: CacheView, db: str, name: str) -> tuple[Any, _Rows]:
+    def _partitioned(self, view: CacheView, db: str, name: str) -> tuple[Any, Rows]:
         found = self._table(view, db, name)
         if found is None:
             raise Forward(f"table {db}.{name} not in the cache")  # HMS's answer varies by call
         table_name = f"{db.lower()}.{name.lower()}"
         source = view.partitions_of(table_name)
         rows = self._rows.get(table_name)
-        if rows is None or rows.source is not source:
-            rows = _Rows(source)
+        if rows is None or not same(rows.token, token(source)):
+            rows = Rows(source)
             self._rows[table_name] = rows
         return found[1], rows
 
@@ -291,11 +274,14 @@ class CacheAnswers:
             data = self._encoded.put(memo_key, codec.encode(rebuilt, check=False))
         return data
 
-    def _partitions(self, table: Any, rows: list[Any], max_parts: int | None) -> bytes:
+    def _partitions(
+        self, table: Any, rows: list[Any], max_parts: int | None, source: Rows
+    ) -> bytes:
         # HMS 2.3 (measured): a negative max_parts is "all", 0 is none.
         if max_parts is not None and max_parts >= 0:
             rows = rows[:max_parts]
-        return struct_list_success([self._partition_bytes(table, row[2]) for row in rows])
+        entries = source.entries(rows)
+        return struct_list_success([self._partition_bytes(table, e) for e in entries])
 
     def _get_partition_names(self, view: CacheView, args: Any) -> bytes:
         _, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
@@ -307,7 +293,7 @@ class CacheAnswers:
 
     def _get_partitions(self, view: CacheView, args: Any) -> bytes:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
-        return self._partitions(table, rows.rows, args.max_parts)
+        return self._partitions(table, rows.rows, args.max_parts, rows)
 
     def _get_partitions_with_auth(self, view: CacheView, args: Any) -> bytes:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
@@ -315,9 +301,9 @@ class CacheAnswers:
             raise Forward("partition-level privileges are filled in by HMS")
         # HMS 2.3 (measured): here max_parts 0 is "all", as for names.
         max_parts = args.max_parts if args.max_parts is not None and args.max_parts > 0 else -1
-        return self._partitions(table, rows.rows, max_parts)
+        return self._partitions(table, rows.rows, max_parts, rows)
 
-    def _ps_rows(self, view: CacheView, args: Any) -> tuple[Any, list[Any]]:
+    def _ps_rows(self, view: CacheView, args: Any) -> tuple[Any, list[Any], Rows]:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
         if (table.parameters or {}).get("PARTITION_LEVEL_PRIVILEGE", "").upper() == "TRUE":
             raise Forward("partition-level privileges are filled in by HMS")
@@ -335,14 +321,14 @@ class CacheAnswers:
             # HMS 2.3 lists a partial spec in its database's row order (no ORDER BY;
             # insertion order on Derby), which the catalog does not carry.
             raise Forward("several partitions match: HMS returns its database's row order")
-        return table, found
+        return table, found, rows
 
     def _get_partitions_ps(self, view: CacheView, args: Any) -> bytes:
-        table, found = self._ps_rows(view, args)
-        return self._partitions(table, found, args.max_parts)
+        table, found, rows = self._ps_rows(view, args)
+        return self._partitions(table, found, args.max_parts, rows)
 
     def _get_partition_names_ps(self, view: CacheView, args: Any) -> bytes:
-        _, found = self._ps_rows(view, args)
+        _, found, _ = self._ps_rows(view, args)
         names = [row[0] for row in found]
         if args.max_parts is not None and args.max_parts >= 0:  # measured: 0 is none here
             names = names[: args.max_parts]
@@ -352,25 +338,25 @@ class CacheAnswers:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
         wanted = set(args.names or [])
         found = [row for row in rows.rows if row[0] in wanted]
-        return self._partitions(table, found, None)
+        return self._partitions(table, found, None, rows)
 
-    def _filtered(self, view: CacheView, args: Any) -> tuple[Any, list[Any]]:
+    def _filtered(self, view: CacheView, args: Any) -> tuple[Any, list[Any], Rows]:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
         if args.filter == "":
-            return table, rows.rows  # HMS 2.3: the empty filter selects every partition
+            return table, rows.rows, rows  # HMS 2.3: the empty filter selects every one
         columns = [(k.name, k.type) for k in table.partitionKeys or []]
         try:
             predicate = filters.compile_filter(filters.parse(args.filter or ""), columns)
-            return table, [row for row in rows.rows if predicate(row[1])]
+            return table, [row for row in rows.rows if predicate(row[1])], rows
         except filters.Unsupported as exc:
             raise Forward(f"filter {args.filter!r}: {exc}") from exc
 
     def _get_partitions_by_filter(self, view: CacheView, args: Any) -> bytes:
-        table, found = self._filtered(view, args)
-        return self._partitions(table, found, args.max_parts)
+        table, found, rows = self._filtered(view, args)
+        return self._partitions(table, found, args.max_parts, rows)
 
     def _get_num_partitions_by_filter(self, view: CacheView, args: Any) -> bytes:
-        _, found = self._filtered(view, args)
+        _, found, _ = self._filtered(view, args)
         return success_struct(I32, len(found).to_bytes(4, "big", signed=True))
 
     def _get_partition(self, view: CacheView, args: Any) -> bytes:
@@ -385,14 +371,20 @@ class CacheAnswers:
         if row is None:
             shown = ", ".join(values)
             raise hms.NoSuchObjectException(message=f"partition values=[{shown}]")
-        return success_struct(STRUCT, self._partition_bytes(table, row[2]))
+        return success_struct(STRUCT, self._one_partition(table, row, rows))
 
     def _get_partition_by_name(self, view: CacheView, args: Any) -> bytes:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
         row = rows.names.get(args.part_name or "")
         if row is None:
             raise Forward("partition name not found as spelt: HMS normalises it")
-        return success_struct(STRUCT, self._partition_bytes(table, row[2]))
+        return success_struct(STRUCT, self._one_partition(table, row, rows))
+
+    def _one_partition(self, table: Any, row: Any, rows: Rows) -> bytes:
+        entries = rows.entries([row])
+        if not entries:
+            raise Forward("partition dropped since its name was listed")
+        return self._partition_bytes(table, entries[0])
 
     # -- functions -------------------------------------------------------------------------
 

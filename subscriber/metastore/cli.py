@@ -25,6 +25,7 @@ import sys
 import threading
 from typing import Any
 
+from subscriber import ondemand
 from subscriber.api import CatalogSubscriber
 from subscriber.endpoints import parse_endpoints
 from subscriber.metastore.endpoint import MetastoreEndpoint
@@ -98,6 +99,7 @@ def add_parser(commands: Any) -> None:
     )
     cmd.add_argument("--server-key", metavar="FILE", help="catalogd's public CURVE key file")
     cmd.add_argument("--key", metavar="FILE", help="this client's secret CURVE key file")
+    ondemand.add_arguments(cmd)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
             databases=databases,
             server_key=args.server_key,
             client_key=args.key,
+            mode=args.mode,
+            cache_mb=args.cache_mb,
         )
         # Given, the upstream is checked before waiting for the sync; else it is learned then.
         endpoint = _endpoint(sub, args.upstream, args) if args.upstream else None

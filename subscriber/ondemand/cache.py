@@ -106,6 +106,7 @@ class _Listing:
     keys: dict[str, int]  # key -> version
     at: int  # valid at this version: invalidations up to it are in it already
     size: int
+    generation: int = 0  # changes with every invalidation applied to it
 
 
 class OnDemandCache:
@@ -151,6 +152,11 @@ class OnDemandCache:
 
     def listing(self, group: str) -> dict[str, int] | None:
         """The cached listing of ``group`` (key -> version; see :func:`group_of`), or None."""
+        found = self.listing_with_token(group)
+        return None if found is None else found[0]
+
+    def listing_with_token(self, group: str) -> tuple[dict[str, int], object] | None:
+        """:meth:`listing` and a token that is equal exactly while it does not change."""
         with self._lock:
             found = self._entries.get(_listing_key(group))
             if not isinstance(found, _Listing):
@@ -158,7 +164,7 @@ class OnDemandCache:
                 return None
             self._entries.move_to_end(_listing_key(group))
             self.stats.hits += 1
-            return dict(found.keys)
+            return dict(found.keys), (id(found), found.at, found.generation)
 
     # -- fetched answers (any thread) ---------------------------------------------------
 
@@ -259,6 +265,7 @@ class OnDemandCache:
 
     def _relist(self, listing: _Listing, key: str, version: int, removed: bool) -> None:
         """A change newer than ``listing``'s answer: drop or add/update ``key``."""
+        listing.generation += 1
         if removed:
             if listing.keys.pop(key, None) is not None:
                 listing.size -= len(key) + 16

@@ -131,16 +131,23 @@ class LazyView:
         return LazyPartitions(self, table)
 
     def _listing(self, group: str, db: str, table: str | None) -> dict[str, int]:
-        keys = self._cache.listing(group)
-        if keys is None:
+        return self._listing_with_token(group, db, table)[0]
+
+    def _listing_with_token(
+        self, group: str, db: str, table: str | None
+    ) -> tuple[dict[str, int], object]:
+        found = self._cache.listing_with_token(group)
+        if found is not None:
+            return found
+        listed = self._fetch.listing(db, table)
+        if listed is None:  # changed while paging: once more, then use it uncached
             listed = self._fetch.listing(db, table)
-            if listed is None:  # changed while paging: once more, then use it uncached
-                listed = self._fetch.listing(db, table)
-            if listed is None:
-                return {}
-            service_id, at, keys = listed
-            self._cache.offer_listing(service_id, at, group, keys)
-        return keys
+        if listed is None:
+            return {}, object()
+        service_id, at, keys = listed
+        self._cache.offer_listing(service_id, at, group, keys)
+        found = self._cache.listing_with_token(group)
+        return found if found is not None else (keys, object())
 
 
 class LazyPartitions:
@@ -150,7 +157,17 @@ class LazyPartitions:
         self._view = view
         self._table = table
         db, _, name = table.partition(".")
-        self._names = [split_partition_key(k)[1] for k in view._listing(f"{table}/", db, name)]
+        keys, self.token = view._listing_with_token(f"{table}/", db, name)
+        """Equal for two reads exactly when the table's partition names did not change."""
+        self._names = [split_partition_key(k)[1] for k in keys]
+
+    def names(self) -> list[str]:
+        """The partition names, without fetching any partition."""
+        return list(self._names)
+
+    def resolve(self, names: list[str]) -> dict[str, Entry]:
+        """name -> entry of ``names`` (cached, or fetched in batches); gone ones left out."""
+        return dict(self._entries(names))
 
     def __len__(self) -> int:
         return len(self._names)

@@ -5,7 +5,8 @@ again), a :class:`CountingRelay` in front of it that counts every call reaching
 HMS, catalogd loading from HMS directly, and in this process a subscriber with
 its HMS endpoint forwarding to the relay. Two Spark sessions in child processes
 run the same statements: one straight at the relay ("direct"), one at the
-endpoint. The tests run in file order and share that state.
+endpoint. The tests run in file order and share that state; all of it runs twice,
+with a replica subscriber and with an on-demand one.
 """
 
 from __future__ import annotations
@@ -79,10 +80,12 @@ WRITES = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["replica", "on-demand"])
 def world(
-    tmp_path_factory: pytest.TempPathFactory, hms_cache_dir: Path
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, hms_cache_dir: Path
 ) -> Iterator[dict[str, Any]]:
+    """The topology above, with the subscriber a replica or on demand (reads fetched
+    from catalogd on a miss: still none reaches HMS)."""
     root = tmp_path_factory.mktemp("hms-endpoint")
     hms = EmbeddedMetastore(root / "hms", port=free_port(), cache_dir=hms_cache_dir)
     hms.start()
@@ -112,7 +115,7 @@ def world(
             hms.uri, root / "catalogd", extra=["--change-detection", "off"]
         ).start()
         catalogd.wait_loaded()
-        sub = CatalogSubscriber(catalogd.endpoint).start()
+        sub = CatalogSubscriber(catalogd.endpoint, mode=request.param).start()
         sub.wait_synced(30)
         endpoint = sub.metastore_endpoint(upstream=relay.uri).start()
         via = SparkSql(endpoint.uri, hms.warehouse_dir, root / "spark-endpoint", {})
