@@ -40,6 +40,8 @@ DATA_DIRS = {
     "sync": ("catalogd-bench-sync", "catalogd-bench-sync"),
     "hms_endpoint": ("catalogd-bench-hms", "catalogd-bench-hms-quick"),
     "sql_load": ("catalogd-bench-sql", "catalogd-bench-sql-quick"),
+    "ondemand": ("catalogd-bench-sync", "catalogd-bench-sync"),
+    "fetch_storm": ("catalogd-bench-sync", "catalogd-bench-sync"),
 }
 
 # name -> (script, full-size arguments, quick arguments)
@@ -64,6 +66,8 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         "--partitions", "100", "--files", "10", "--rows", "1000000", "--repeat", "2"]),
     "listing": ("listing_bench.py", [], ["--dirs", "10,100,1000", "--repeat", "2"]),
     "failover": ("failover_bench.py", [], ["--quick"]),
+    "ondemand": ("ondemand_bench.py", [], ["--sizes", "10"]),
+    "fetch_storm": ("fetch_storm.py", [], ["--tables", "10", "--clients", "10", "--seconds", "3"]),
     "curve": ("curve_bench.py", [], [
         "--subscribers", "1,10", "--changes", "50", "--rate", "20",
         "--tables", "100", "--partitions", "100"]),
