@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 from polling import wait_until
 
+from catalogd.addresses import free_port
 from catalogd.server.thread import CatalogServer, ServerConfig
 from subscriber.api import CatalogSubscriber
 from subscriber.protocol.errors import InvalidRequestError
@@ -131,3 +132,33 @@ def test_ready_without_the_catalog_and_misses_fail_clearly_when_catalogd_is_gone
 def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(InvalidRequestError, match="mode"):
         CatalogSubscriber("tcp://127.0.0.1:1", mode="lazy")
+
+
+def test_a_restarted_catalogd_empties_the_cache_and_reads_follow_it() -> None:
+    """catalogd gone (as after kill -9) and another on the same address with another
+    service id and another catalog: the subscriber's next session takes the new
+    service's empty snapshot, which drops everything cached from the old one."""
+    port = free_port()
+
+    def start(payload: bytes) -> CatalogServer:
+        config = ServerConfig(
+            bind=f"tcp://127.0.0.1:{port}", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.1
+        )
+        srv = CatalogServer(config)
+        srv.commit({"DATABASE:a": b"a", "TABLE:a.t": payload}).result(10)
+        return srv.start()
+
+    first = start(b"old")
+    with CatalogSubscriber(f"tcp://127.0.0.1:{port}", mode="on-demand") as sub:
+        sub.wait_synced(20)
+        entry = sub.cache_view().get("TABLE:a.t")
+        assert entry is not None and entry.payload == b"old"
+        old_service = sub.service_id
+        first.close()
+        second = start(b"new")
+        try:
+            wait_until(lambda: sub.is_synced and sub.service_id != old_service, timeout=30)
+            entry = sub.cache_view().get("TABLE:a.t")
+            assert entry is not None and entry.payload == b"new"
+        finally:
+            second.close()
