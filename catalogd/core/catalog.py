@@ -183,6 +183,12 @@ class Catalog:
         """Live entries in version order."""
         return (e for e in self._entries.values() if e.payload is not None)
 
+    def live_entries_of(self, databases: Iterable[str]) -> list[Entry]:
+        """The live entries of ``databases`` (``""``: global objects), by the database
+        index: the work is what they hold, not the catalog's size."""
+        entries = self._entries
+        return [entries[key] for db in databases for key in self._by_database.get(db, ())]
+
     def snapshot(self) -> Snapshot:
         return Snapshot(self._version, tuple(self.live_entries()))
 

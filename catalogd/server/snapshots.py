@@ -29,7 +29,7 @@ from typing import Any
 import idl
 from catalogd.core.catalog import Catalog
 from subscriber.protocol import codec, wire
-from subscriber.protocol.keys import GLOBAL, database_of
+from subscriber.protocol.keys import GLOBAL
 
 svc = idl.catalog_service
 PARK_MIN_S, PARK_MAX_S = 0.005, 0.1
@@ -53,11 +53,12 @@ def snapshot_frames(
     ``empty``: an on-demand subscriber's, only the version (no entries, no scan)."""
     version = catalog.version
     wanted = wanted_databases(databases)
-    entries = (
-        []
-        if empty
-        else [e for e in catalog.live_entries() if wanted is None or database_of(e.key) in wanted]
-    )
+    if empty:
+        entries = []
+    elif wanted is None:
+        entries = list(catalog.live_entries())
+    else:  # by the database index: a filtered join costs what it sends
+        entries = catalog.live_entries_of(sorted(wanted))
     return _frames(service_id, request_id, version, entries, chunk_size)
 
 
