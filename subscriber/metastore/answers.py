@@ -303,7 +303,7 @@ class CacheAnswers:
         max_parts = args.max_parts if args.max_parts is not None and args.max_parts > 0 else -1
         return self._partitions(table, rows.rows, max_parts, rows)
 
-    def _ps_rows(self, view: CacheView, args: Any) -> tuple[Any, list[Any], Rows]:
+    def _ps_rows(self, view: CacheView, args: Any, method: str) -> tuple[Any, list[Any], Rows]:
         table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
         if (table.parameters or {}).get("PARTITION_LEVEL_PRIVILEGE", "").upper() == "TRUE":
             raise Forward("partition-level privileges are filled in by HMS")
@@ -319,16 +319,21 @@ class CacheAnswers:
         ]
         if len(found) > 1:
             # HMS 2.3 lists a partial spec in its database's row order (no ORDER BY;
-            # insertion order on Derby), which the catalog does not carry.
-            raise Forward("several partitions match: HMS returns its database's row order")
+            # insertion order on Derby): learnt from HMS's answer (orders.py).
+            if rows.lazy is not None:
+                raise Forward("several partitions match, on demand: HMS's row order")
+            keys = [k.name.lower() for k in table.partitionKeys or []]
+            scope = (method, table.dbName.lower(), table.tableName.lower(), tuple(wanted))
+            by_name = {row[0]: (row[2].version if row[2] else 0, row) for row in found}
+            found = self.orders.arrange(scope, by_name, orders.partition_names(keys))
         return table, found, rows
 
     def _get_partitions_ps(self, view: CacheView, args: Any) -> bytes:
-        table, found, rows = self._ps_rows(view, args)
+        table, found, rows = self._ps_rows(view, args, "partitions")
         return self._partitions(table, found, args.max_parts, rows)
 
     def _get_partition_names_ps(self, view: CacheView, args: Any) -> bytes:
-        _, found, _ = self._ps_rows(view, args)
+        _, found, _ = self._ps_rows(view, args, "names")
         names = [row[0] for row in found]
         if args.max_parts is not None and args.max_parts >= 0:  # measured: 0 is none here
             names = names[: args.max_parts]

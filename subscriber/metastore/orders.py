@@ -1,15 +1,16 @@
 """HMS's row order, learnt from its own answers (bounded; thread-safe).
 
 Some HMS reads return several rows in whatever order its backing database reads
-them: HMS 2.3's ``get_table_objects_by_name`` and ``get_all_functions`` run a query
-with no ``ORDER BY`` (creation order on a fresh Derby; on PostgreSQL an updated row
-moves). The catalog does not carry that order and cannot derive it. So the first such
-call is forwarded, and :class:`RowOrders` remembers the order of the rows in HMS's
-answer, keyed by the exact cached state it answers for: the name *and catalog
-version* of every row. The next call over the same rows is answered from the cache in
-that order; any change to one of them (a new version), or a row more or fewer, is
-another key, so it is forwarded and learnt again. An answer whose rows are not
-exactly the cached ones (the cache is behind HMS) teaches nothing.
+them: HMS 2.3's ``get_table_objects_by_name``, ``get_all_functions`` and the
+partial-spec partition calls run a query with no ``ORDER BY`` (creation order on a
+fresh Derby; on PostgreSQL an updated row moves). The catalog does not carry that
+order and cannot derive it. So the first such call is forwarded, and
+:class:`RowOrders` remembers the order of the rows in HMS's answer, keyed by the
+exact cached state it answers for: the name *and catalog version* of every row. The
+next call over the same rows is answered from the cache in that order; any change to
+one of them (a new version), or a row more or fewer, is another key, so it is
+forwarded and learnt again. An answer whose rows are not exactly the cached ones (the
+cache is behind HMS, or a ``max_parts`` cut it short) teaches nothing.
 
 What it assumes: HMS's order for a set of rows changes only when one of those rows
 changes (an insert, update or delete of them, which catalogd publishes). A backing
@@ -29,9 +30,17 @@ import idl
 from subscriber.metastore import framing
 from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec
-from subscriber.protocol.errors import ProtocolError
+from subscriber.protocol.errors import InvalidRequestError, ProtocolError
+from subscriber.protocol.keys import make_partition_name
 
-__all__ = ["MAX_KEYS", "MAX_ROWS", "RowOrders", "function_names", "table_names"]
+__all__ = [
+    "MAX_KEYS",
+    "MAX_ROWS",
+    "RowOrders",
+    "function_names",
+    "partition_names",
+    "table_names",
+]
 
 _SERVICE = idl.hive_metastore.ThriftHiveMetastore
 T = TypeVar("T")
@@ -60,6 +69,24 @@ def function_names(result: Any) -> list[str] | None:
     if result.success is None or result.success.functions is None:
         return None
     return [f"{f.dbName}.{f.functionName}" for f in result.success.functions]
+
+
+def partition_names(keys: list[str]) -> Names:
+    """Rows of a partial-spec call: partition names (``get_partition_names_ps``), or
+    built from each ``Partition``'s values with the table's partition ``keys``."""
+
+    def names(result: Any) -> list[str] | None:
+        if result.success is None:
+            return None
+        try:
+            return [
+                row if isinstance(row, str) else make_partition_name(keys, row.values or [])
+                for row in result.success
+            ]
+        except InvalidRequestError:  # values that do not fit the keys: nothing learnt
+            return None
+
+    return names
 
 
 class RowOrders:

@@ -320,3 +320,5 @@ def test_every_served_method_answers_as_hms_does(
         again.get("get_table_objects_by_name", 0) < first["forwarded"]["get_table_objects_by_name"]
     )
     assert not again.get("get_all_functions")
+    for method in ("get_partitions_ps", "get_partition_names_ps"):
+        assert again.get(method, 0) < first["forwarded"][method], method
