@@ -41,7 +41,7 @@ DATA_DIRS = {
     "hms_endpoint": ("catalogd-bench-hms", "catalogd-bench-hms-quick"),
     "sql_load": ("catalogd-bench-sql", "catalogd-bench-sql-quick"),
     "ondemand": ("catalogd-bench-sync", "catalogd-bench-sync"),
-    "join": ("catalogd-bench-sync", "catalogd-bench-sync"),
+    "capture": ("catalogd-bench-sync", "catalogd-bench-sync"),
     "fetch_storm": ("catalogd-bench-sync", "catalogd-bench-sync"),
 }
 
@@ -68,7 +68,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "listing": ("listing_bench.py", [], ["--dirs", "10,100,1000", "--repeat", "2"]),
     "failover": ("failover_bench.py", [], ["--quick"]),
     "ondemand": ("ondemand_bench.py", [], ["--sizes", "10"]),
-    "join": ("join_bench.py", [], ["--tables", "10"]),
+    "capture": ("capture_bench.py", [], ["--tables", "10"]),
     "fetch_storm": ("fetch_storm.py", [], ["--tables", "10", "--clients", "10", "--seconds", "3"]),
     "curve": ("curve_bench.py", [], [
         "--subscribers", "1,10", "--changes", "50", "--rate", "20",

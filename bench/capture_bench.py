@@ -2,7 +2,7 @@
 
 ::
 
-    .venv/bin/python bench/join_bench.py [--tables 100] [--dts 100] [--regions 10]
+    .venv/bin/python bench/capture_bench.py [--tables 100] [--dts 100] [--regions 10]
 
 A catalog of ``tables`` x ``dts * regions`` partitions in database ``bench`` plus a
 database ``small`` of 2 such tables (payloads built and cached by ``sync_bench.py``),
@@ -39,7 +39,7 @@ def best(fn: Callable[[], Any]) -> float:
 
 
 def run(args: argparse.Namespace) -> list[Result]:
-    print(f"join capture; {cpu_note()}")
+    print(f"snapshot capture; {cpu_note()}")
     changes: dict[str, bytes] = {}
     for payloads in cached_catalog(args.data_dir, args.tables, args.dts, args.regions):
         changes.update(payloads)
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regions", type=int, default=10)
     add_output_argument(parser)
     args = parser.parse_args(argv)
-    return finish("join", run(args), args)
+    return finish("capture", run(args), args)
 
 
 if __name__ == "__main__":
