@@ -36,7 +36,7 @@ from subscriber import reads
 from subscriber.cache import CacheView, ChangeEvent
 from subscriber.catalog_reads import CatalogReads
 from subscriber.curve import KeySource, client_keys
-from subscriber.ondemand.cache import OnDemandCache
+from subscriber.ondemand.cache import CacheStats, OnDemandCache
 from subscriber.ondemand.reader import Fetcher, LazyView
 from subscriber.protocol.errors import (
     AuthenticationError,
@@ -237,6 +237,15 @@ class CatalogSubscriber(CatalogReads):
     def stats(self) -> TransportStats:
         """Counters: garbage and dropped messages, snapshots, catch-ups, reconnects."""
         return self._transport.stats
+
+    @property
+    def cache_stats(self) -> CacheStats | None:
+        """On demand: the cache's hits, misses, evictions, invalidated and refused
+        entries (and ``fetches`` made); None for a replica."""
+        if self._on_demand is None:
+            return None
+        self._on_demand.stats.fetches = self._fetcher.fetches
+        return self._on_demand.stats
 
     @property
     def gaps(self) -> int:

@@ -74,6 +74,8 @@ class CacheStats:
     """Cached entries an invalidation evicted."""
     refused: int = 0
     """Fetched entries not cached (older than an invalidation seen, or unverifiable)."""
+    fetches: int = 0
+    """Requests made to catalogd for what the cache lacked (kept by the subscriber)."""
 
 
 DATABASES = "*"

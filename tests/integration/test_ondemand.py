@@ -91,7 +91,8 @@ def test_reads_equal_the_catalog_after_random_changes(server: CatalogServer) -> 
                 k for k in truth if k.startswith("HDFS_PARTITION:a.t0:")
             }
         assert sub.list_databases() == ["a", "b"]
-        assert sub._on_demand is not None and sub._on_demand.stats.hits > 0
+        stats = sub.cache_stats
+        assert stats is not None and stats.hits > 0 and stats.misses > 0 and stats.fetches > 0
 
 
 def test_the_cache_stays_under_its_cap(server: CatalogServer) -> None:
