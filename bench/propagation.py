@@ -25,6 +25,7 @@ process where the event happened (one clock for the whole machine).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -61,7 +62,12 @@ def changed_payloads(base: bytes, count: int) -> list[bytes]:
 
 
 def run_round(
-    server: CatalogServer, payloads: list[bytes], n: int, rate: float, timeout_s: float
+    server: CatalogServer,
+    payloads: list[bytes],
+    n: int,
+    rate: float,
+    timeout_s: float,
+    mode: str = "replica",
 ) -> list[Result]:
     """Start ``n`` subscriber processes, run the raw and the catalog phase, collect."""
     ctx: zmq.Context = zmq.Context.instance()
@@ -72,7 +78,7 @@ def run_round(
     pull.bind("tcp://127.0.0.1:*")
     endpoints = [e.getsockopt(zmq.LAST_ENDPOINT).decode() for e in (raw, pull)]
     procs = [
-        subprocess.Popen([*WORKER, "fanout", server.endpoint, *endpoints, str(i)], cwd=HERE)
+        subprocess.Popen([*WORKER, "fanout", server.endpoint, *endpoints, str(i), mode], cwd=HERE)
         for i in range(n)
     ]
     try:
@@ -240,6 +246,7 @@ def run(
     rate: float,
     tables: int = 10,
     timeout_s: float = 300.0,
+    mode: str = "replica",
 ) -> list[Result]:
     print(f"propagation: N in {list(subscribers)}, {changes} changes at {rate}/s; {cpu_note()}")
     server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*"))
@@ -253,7 +260,10 @@ def run(
         for n in subscribers:
             payloads = changed_payloads(catalog[CHANGED_KEY], changes)
             catalog[CHANGED_KEY] = payloads[-1]
-            results += run_round(server, payloads, n, rate, timeout_s)
+            got = run_round(server, payloads, n, rate, timeout_s, mode)
+            if mode != "replica":
+                got = [dataclasses.replace(r, measure=f"{mode}: {r.measure}") for r in got]
+            results += got
     finally:
         server.close()
     return results
@@ -264,10 +274,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subscribers", default="1,10,50", help="comma-separated N values")
     parser.add_argument("--changes", type=int, default=200, help="changes per N (default 200)")
     parser.add_argument("--rate", type=float, default=10.0, help="changes per second")
+    parser.add_argument(
+        "--mode", choices=("replica", "on-demand"), default="replica", help="subscriber mode"
+    )
     add_output_argument(parser)
     args = parser.parse_args(argv)
     counts = [int(x) for x in args.subscribers.split(",")]
-    return finish("propagation", run(counts, args.changes, args.rate), args)
+    return finish("propagation", run(counts, args.changes, args.rate, mode=args.mode), args)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from subscriber.cache import ChangeEvent
 from support.measure import peak_rss_bytes, rss_bytes
 
 
-def fanout(endpoint: str, raw_pub: str, report: str, index: int) -> None:
+def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "replica") -> None:
     ctx = zmq.Context()
     push = ctx.socket(zmq.PUSH)
     push.connect(report)
@@ -57,7 +57,7 @@ def fanout(endpoint: str, raw_pub: str, report: str, index: int) -> None:
     def on_change(event: ChangeEvent) -> None:
         applied.append((event.version, time.monotonic()))  # list.append: no lock needed
 
-    sub = CatalogSubscriber(endpoint, client_id=f"fanout-{index}")
+    sub = CatalogSubscriber(endpoint, client_id=f"fanout-{index}", mode=mode)
     sub.add_listener(on_change)
     sub.start()
     sub.wait_synced(300)
@@ -172,7 +172,7 @@ def ready(endpoint: str, report: str, mode: str, tables: str, timeout_s: float) 
 def main(argv: list[str]) -> int:
     mode, *args = argv
     if mode == "fanout":
-        fanout(args[0], args[1], args[2], int(args[3]))
+        fanout(args[0], args[1], args[2], int(args[3]), *args[4:5])
     elif mode == "sync":
         sync(args[0], args[1], float(args[2]))
     elif mode == "ready":
