@@ -41,7 +41,7 @@ from typing import Any
 
 import idl
 from subscriber.protocol import codec
-from subscriber.protocol.delta import Delta, Entry
+from subscriber.protocol.delta import INVALIDATED, Delta, Entry
 from subscriber.protocol.errors import ProtocolError
 from subscriber.protocol.keys import GLOBAL, database_of
 from subscriber.protocol.messages import (
@@ -138,9 +138,10 @@ def delta_messages(
                         service_id,
                         delta.from_version,
                         delta.to_version,
-                        [e.invalidation() for e in items] if strip else items,
+                        items,
                         database=db,
                         counts=counts if db == last else None,
+                        invalidations=strip,
                     )
                 ),
             )
@@ -179,12 +180,15 @@ def encode_delta(
     *,
     database: str | None = None,
     counts: dict[str, int] | None = None,
+    invalidations: bool = False,
 ) -> bytes:
     """A ``TDelta`` in the binary protocol, byte for byte what :func:`codec.encode` writes
     for the same struct (``tests/unit/test_wire.py`` checks it), built here because a
     large table's load publishes ~100,000 entries at once from the server thread:
     making their Thrift structs and encoding them took 0.55 s there, this ~0.1 s.
-    Values are not checked (entries were checked when they entered the catalog)."""
+    Values are not checked (entries were checked when they entered the catalog).
+    ``invalidations``: every live entry's object written empty (the keys-only stream),
+    without making an :class:`Entry` per key."""
     parts: list[bytes] = [_string_field(1, service_id)]
     items = list(entries)
     parts.append(
@@ -197,6 +201,8 @@ def encode_delta(
         add(key_head(_STRING, 1, len(key)))
         add(key)
         payload = entry.payload
+        if invalidations and payload is not None:
+            payload = INVALIDATED
         if payload is None:
             add(removed(_I64, 2, entry.version, _BOOL, 4, 1, 0))
         else:
