@@ -25,6 +25,7 @@ POSTGRES_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect
 KEYS = [("dt", "string"), ("n", "int")]
 VALUES = [["2024-01-01", "1"], ["2024-01-01", "2"], ["2024-01-02", "1"], ["x y/=", "7"]]
 ROLE = "vrole"
+MARIADB_USER = "catalogd_hms"
 
 
 def backend_for(kind: str) -> Backend:
@@ -37,7 +38,14 @@ def backend_for(kind: str) -> Backend:
             conn.execute(f'CREATE DATABASE "{name}"'.encode())
         return PostgresBackend(database=name)
     if kind == "mariadb":
-        return MariaDbBackend(database=name)  # created by the embedded HMS
+        import pymysql
+
+        # HMS (and its schematool) cannot log in without a password.
+        conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", autocommit=True)
+        with conn, conn.cursor() as cur:
+            cur.execute(f"CREATE USER IF NOT EXISTS '{MARIADB_USER}'@'%' IDENTIFIED BY 'hms'")
+            cur.execute(f"GRANT ALL ON `{name}`.* TO '{MARIADB_USER}'@'%'")
+        return MariaDbBackend(database=name, user=MARIADB_USER, password="hms")  # made by HMS
     return DerbyBackend()
 
 
