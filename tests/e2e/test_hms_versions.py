@@ -178,3 +178,30 @@ def test_changes_reach_the_cache_without_admin_commands(world: dict[str, Any]) -
     assert cached.metastore_table == raw.table("mx_b", "later")
     if metastore.notification_events:
         assert raw.raw.get_current_notificationEventId().eventId > events
+
+
+def test_serve_runs_the_embedded_version_it_is_told(tmp_path: Path) -> None:
+    server = CatalogdProcess(
+        "", tmp_path / "catalogd", extra=["--embedded-hms-version", "4.x", "--poll-interval", "0.5"]
+    ).start(timeout=180)
+    try:
+        code, status, _ = server.admin("status")
+        assert code == 0, status
+        embedded = status["detail"]["hms"]["embedded"]
+        assert embedded["version"] == "4.x" and embedded["state"] == "running"
+        assert embedded["notification_events"] is False
+        assert (tmp_path / "catalogd" / "hms-4.x" / "metastore_db").is_dir()
+        uri = status["detail"]["hms"]["address"]
+        with CatalogSubscriber(server.endpoint) as sub:
+            sub.wait_synced(30)
+            populate(uri, f"file:{tmp_path}/wh", "sv")
+            wait_until(
+                lambda: (
+                    "sv_a" in sub.list_databases()
+                    and "events" in sub.list_tables("sv_a")
+                    and len(sub.list_partitions("sv_a.events")) == 4
+                ),
+                what="polled in",
+            )
+    finally:
+        assert server.stop() == 0
