@@ -19,6 +19,7 @@ missing or fails (no Maven Central, a proxy, ...), with the end of its output.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tarfile
@@ -99,14 +100,26 @@ def fetch(
     if shutil.which(mvn) is None:
         raise MetastoreUnavailableError(
             f"cannot fetch Hive Metastore {release.hive}: no {mvn!r} on PATH. Install Maven "
-            f"(Debian: maven) with access to Maven Central, or put {release.distribution} "
-            f"unpacked under {target}/dist and Hadoop {release.hadoop} jars under {target}/extra"
+            f"(Debian: maven) with access to Maven Central ({release.distribution}, Hadoop "
+            f"{release.hadoop}), or fetch on a machine that has both and copy {target} here"
         )
     partial = root / f"{release.directory_name}.partial"
     shutil.rmtree(partial, ignore_errors=True)
+    try:
+        _fetch_into(partial, release, mvn, timeout_s)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    shutil.rmtree(target, ignore_errors=True)
+    partial.replace(target)
+    return target
+
+
+def _fetch_into(partial: Path, release: Release, mvn: str, timeout_s: float) -> None:
+    """The distribution, unpacked, then the pom's dependencies, then READY."""
     (partial / "dist").mkdir(parents=True)
     _mvn(
-        [mvn, "-B", "-q", "dependency:copy", f"-Dartifact={release.distribution}",
+        [mvn, "dependency:copy", f"-Dartifact={release.distribution}",
          f"-DoutputDirectory={partial}", "-Dmdep.useBaseVersion=true"],
         partial, release.distribution, timeout_s,
     )  # fmt: skip
@@ -117,17 +130,16 @@ def fetch(
     pom = partial / "pom.xml"
     pom.write_text(render_pom(release))
     _mvn(
-        [mvn, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
+        [mvn, "-f", str(pom), "dependency:copy-dependencies",
          f"-DoutputDirectory={partial / 'extra'}", "-DincludeScope=runtime"],
         partial, f"Hadoop {release.hadoop} (and the listener) for Hive {release.hive}", timeout_s,
     )  # fmt: skip
     (partial / "READY").write_text(f"{release.distribution}\n")
-    shutil.rmtree(target, ignore_errors=True)
-    partial.replace(target)
-    return target
 
 
 def _mvn(cmd: list[str], cwd: Path, what: str, timeout_s: float) -> None:
+    """Run ``mvn ARGS`` (``cmd[0]`` is mvn) in batch mode, quiet, without colours."""
+    cmd = [cmd[0], "-B", "-q", "-Dstyle.color=never", *cmd[1:]]
     try:
         done = subprocess.run(
             cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, check=False,
@@ -138,7 +150,8 @@ def _mvn(cmd: list[str], cwd: Path, what: str, timeout_s: float) -> None:
             f"fetching {what} from Maven Central timed out after {timeout_s:.0f} s"
         ) from exc
     if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
+        text = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # colour codes
+        tail = "\n".join(text.splitlines()[-15:])
         raise MetastoreUnavailableError(
             f"fetching {what} from Maven Central failed (mvn exit {done.returncode}; "
             f"is Maven Central reachable?):\n{tail}"
