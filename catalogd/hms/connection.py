@@ -72,7 +72,7 @@ def open_metastore(
             version=version,
         )
     )
-    log.info("embedded Hive Metastore %s listening at %s", version, metastore.uri)
+    log.info("embedded Hive Metastore listening at %s (HMS %s)", metastore.uri, version)
     if not metastore.notification_events:
         log.info("the embedded Hive Metastore %s logs no notification events: polling", version)
     if supervised is not None:

@@ -89,7 +89,11 @@ class EmbeddedMetastore:
     PostgreSQL DDL, the compiled listener); without it each start does the slow
     path. ``notification_events`` makes the HMS log notification events with
     catalogd's listener (needs ``javac``; its jar goes to ``cache_dir``, else to
-    ``data_dir/lib``); ``extra_conf`` is applied after its settings. Not thread-safe:
+    ``data_dir/lib``; 3.1: the stock DbNotificationListener; 4.x: none).
+    ``version`` is ``"2.3"``, ``"3.1"`` or ``"4.x"``; the latter two are looked up
+    in ``releases_dir`` (default ``~/.cache/catalogd``, :mod:`.releases`), their
+    Derby schema template is kept in ``cache_dir``. ``extra_conf`` is applied after
+    its settings. Not thread-safe:
     one owner starts and stops it. A forgotten instance is killed when the
     interpreter exits; with ``die_with_parent`` (default) also when the thread
     that started it dies, even by ``kill -9`` (see :mod:`.lifeline`).
