@@ -31,12 +31,14 @@ test: venv
 	@bash .ci/system-ready || $(MAKE) system
 	$(BIN)/pytest
 
-## system set-up: Debian packages the tests need (apt-get), the local PostgreSQL/MariaDB, and
-## the Hive Metastore 3.1/4.x jars from Maven Central (cached in ~/.m2)
+## system set-up: Debian packages the tests need (apt-get), the local PostgreSQL/MariaDB, the
+## Hive Metastore 3.1/4.x jars for IDL generation (~/.m2), and the runnable HMS 3.1.3 / 4.0.1
+## releases with their Hadoop (Maven Central, with mvn; cached in ~/.cache/catalogd)
 system: venv
 	bash .ci/install-system-deps
 	bash .ci/start-services
 	$(BIN)/python idl/generate/generate.py --fetch-only
+	$(BIN)/python -m catalogd.hms.embedded --fetch 3.1 4.x
 
 ## only the pure tier (no servers)
 test-fast: venv

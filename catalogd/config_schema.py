@@ -40,6 +40,8 @@ class HmsConfig:
     retries: int = 3
     db_url: str = ""  # the HMS backing database, read directly (catalogd.sources.sql)
     embedded_port: int = DEFAULT_EMBEDDED_HMS_PORT  # the embedded HMS's port; 0: a free one
+    # Which Hive Metastore the embedded one runs (catalogd.hms.embedded.releases).
+    embedded_version: str = "2.3"
 
 
 @dataclass(frozen=True)
@@ -263,6 +265,12 @@ _HMS_DB = (
 )
 _DB = 'a SQLAlchemy URL like postgresql+psycopg://user@host/db, or "" for SQLite in data_dir'
 DETECTION_MODES = ("auto", "events", "poll", "off")
+# The embedded HMS versions (catalogd.hms.embedded.releases.VERSIONS; a test keeps them equal).
+EMBEDDED_HMS_VERSIONS = ("2.3", "3.1", "4.x")
+_EMBEDDED_VERSION = (
+    '"2.3" (the pyspark wheel\'s jars), "3.1" or "4.x" (Apache Hive 3.1.3 / 4.0.1, '
+    "fetched from Maven Central by make system)"
+)
 _DETECTION = "one of " + ", ".join(f'"{mode}"' for mode in DETECTION_MODES)
 _METRICS = 'HOST:PORT (PORT 0-65535, 0 picks a free one), or "" for no metrics'
 _METAVARS = {
@@ -276,6 +284,7 @@ _METAVARS = {
     _METRICS: "HOST:PORT",
     "data_dir": "DIR",
     "hms.embedded_port": "PORT",
+    _EMBEDDED_VERSION: "VERSION",
     "server.advertise_host": "HOST",
     "detector.poll_max_calls_per_s": "RATE",
     "files.tables": "DB[.TABLE],...",
@@ -295,6 +304,8 @@ KEYS: tuple[Key, ...] = (
     Key("hms.embedded_port", int, _count(0, 65535),
         "a port from 1 to 65535 (taken: a free one, warned about), or 0 for a free one",
         "--embedded-hms-port"),
+    Key("hms.embedded_version", str, _one_of(*EMBEDDED_HMS_VERSIONS), _EMBEDDED_VERSION,
+        "--embedded-hms-version"),
     Key("server.bind", str, _zmq(False), _ZMQ, "--bind"),
     Key("server.pub_bind", str, _zmq(True), _ZMQ + ' or ""', "--pub-bind"),
     Key("server.admin_bind", str, _zmq(False), _ZMQ, "--admin-bind"),

@@ -98,6 +98,7 @@ class Startup:
                 self.config.data_dir,
                 supervised=self.embedded.append,
                 port=hms.embedded_port,
+                version=hms.embedded_version,
             )
             self.hms_thrift = self.uri
         if demo:

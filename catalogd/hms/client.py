@@ -17,6 +17,14 @@ Failure policy, applied at this boundary:
 * any other HMS exception (MetaException, AlreadyExists, InvalidObject,
   InvalidOperation, TApplicationException) becomes :class:`MetastoreError`.
 
+Versions: HMS 4.0 removed ``get_table`` and ``get_table_objects_by_name`` (its
+``ThriftHiveMetastore$Iface`` has only ``get_table_req`` and
+``get_table_objects_by_name_req``, which 2.3 and 3.1 have too). A client asks the
+old call first; when the server answers "Invalid method name" it uses the
+request-style call from then on (one wasted round trip per client). The requests
+name no catalog: HMS 3+ answers from its default one (``hive``), as for the old
+calls.
+
 Not thread-safe: give each thread its own client (connections are cheap).
 """
 
@@ -96,6 +104,7 @@ class MetastoreClient:
         self._backoff_s = backoff_s
         self._sleep = sleep
         self._client: Any = None
+        self._request_style = False
 
     # -- connection
 
@@ -197,16 +206,47 @@ class MetastoreClient:
         """Return the table and view names of ``db`` ([] for an unknown database)."""
         return list(self._read("get_all_tables", db, what=f"database {db}"))
 
+    @property
+    def request_style(self) -> bool:
+        """Whether this server lacks ``get_table`` (HMS 4), learnt from its answer."""
+        return self._request_style
+
+    def _old_call(self, method: str, *args: Any, what: str) -> tuple[bool, Any]:
+        """``(True, answer)`` of ``method``, or ``(False, None)`` if the server lacks it."""
+        if self._request_style:
+            return False, None
+        try:
+            return True, self._read(method, *args, what=what)
+        except MetastoreError as exc:
+            cause = exc.__cause__
+            if not (
+                isinstance(cause, thriftpy2.thrift.TApplicationException)
+                and cause.type == thriftpy2.thrift.TApplicationException.UNKNOWN_METHOD
+            ):
+                raise
+        self._request_style = True
+        return False, None
+
     def get_table(self, db: str, table: str) -> Any:
         """Return the ``Table``; raises NotFoundError if it (or its database) is missing."""
-        return self._read("get_table", db, table, what=f"table {db}.{table}")
+        what = f"table {db}.{table}"
+        done, answer = self._old_call("get_table", db, table, what=what)
+        if done:
+            return answer
+        request = hms.GetTableRequest(dbName=db, tblName=table)
+        return self._read("get_table_req", request, what=what).table
 
     def get_table_objects_by_name(self, db: str, names: Sequence[str]) -> list[Any]:
         """Return the ``Table`` of each existing name (missing ones are left out).
 
         Raises NotFoundError if the database does not exist.
         """
-        return list(self._read("get_table_objects_by_name", db, list(names), what=f"database {db}"))
+        what = f"database {db}"
+        done, answer = self._old_call("get_table_objects_by_name", db, list(names), what=what)
+        if done:
+            return list(answer)
+        request = hms.GetTablesRequest(dbName=db, tblNames=list(names))
+        return list(self._read("get_table_objects_by_name_req", request, what=what).tables or [])
 
     # -- partitions
 

@@ -30,12 +30,16 @@ def open_metastore(
     *,
     supervised: Callable[[Callable[[], dict[str, Any]]], None] | None = None,
     port: int = 0,
+    version: str = "2.3",
 ) -> str:
     """The HMS address to use: the first configured one, or an embedded HMS in ``data_dir``.
 
     With ``supervised``, an embedded HMS is restarted when its JVM dies, and
     ``supervised`` is given the supervisor's ``report`` (for status and metrics).
     ``port``: the embedded HMS's (0: a free one; taken: a free one, warned about).
+    ``version``: which HMS it runs (:mod:`catalogd.hms.embedded.releases`); 2.3 keeps
+    its state in ``data_dir/hms``, the others in ``data_dir/hms-VERSION`` (a schema
+    made by one version is not another's).
     """
     if uris:
         return uris[0]
@@ -43,13 +47,15 @@ def open_metastore(
     from catalogd.hms.javac import find_javac
     from subscriber.protocol.errors import MetastoreUnavailableError
 
-    try:
-        find_javac("java")
-        events = True  # our listener makes the embedded HMS log notification events
-    except MetastoreUnavailableError as exc:
-        log.warning("%s; change detection falls back to polling", exc)
-        events = False
-    log.info("no HMS configured: starting the embedded Hive Metastore in %s", data_dir / "hms")
+    events = True  # 2.3: catalogd's listener (javac), 3.1: the stock DbNotificationListener
+    if version == "2.3":
+        try:
+            find_javac("java")
+        except MetastoreUnavailableError as exc:
+            log.warning("%s; change detection falls back to polling", exc)
+            events = False
+    home = data_dir / ("hms" if version == "2.3" else f"hms-{version}")
+    log.info("no HMS configured: starting the embedded Hive Metastore %s in %s", version, home)
     if port and not _free(port):
         log.warning(
             "port %d (hms.embedded_port, --embedded-hms-port) is taken: the embedded Hive "
@@ -59,13 +65,16 @@ def open_metastore(
         port = 0
     metastore = stack.enter_context(
         EmbeddedMetastore(
-            data_dir / "hms",
+            home,
             port=port or None,
             cache_dir=data_dir / "cache",
             notification_events=events,
+            version=version,
         )
     )
-    log.info("embedded Hive Metastore listening at %s", metastore.uri)
+    log.info("embedded Hive Metastore listening at %s (HMS %s)", metastore.uri, version)
+    if not metastore.notification_events:
+        log.info("the embedded Hive Metastore %s logs no notification events: polling", version)
     if supervised is not None:
         from catalogd.hms.embedded.supervisor import MetastoreSupervisor
 

@@ -1,19 +1,23 @@
 """``python -m catalogd.hms.embedded``: run a Hive Metastore by hand, or write templates.
 
 :func:`main` runs an :class:`~catalogd.hms.embedded.process.EmbeddedMetastore`
-(Derby, or ``--postgres-db NAME``) until Ctrl-C and prints its ``thrift://`` URI, or
-with ``--write-templates DIR`` writes the ``deploy/hms`` templates and exits.
+(``--hms-version 2.3|3.1|4.x``; Derby, or ``--postgres-db NAME``) until Ctrl-C and
+prints its ``thrift://`` URI; with ``--fetch VERSION ...`` it fetches Maven releases
+(:mod:`.fetch`) and exits, with ``--write-templates DIR`` it writes the ``deploy/hms``
+templates and exits.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from catalogd.hms.embedded.config import Backend, DerbyBackend, PostgresBackend
 from catalogd.hms.embedded.process import EmbeddedMetastore
+from catalogd.hms.embedded.releases import DEFAULT_VERSION, RELEASES, VERSIONS
 from catalogd.hms.embedded.templates import write_templates
 
 __all__ = ["main"]
@@ -40,6 +44,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--no-fast-start", action="store_true", help="full JIT (benchmarks)")
     parser.add_argument(
+        "--hms-version", choices=VERSIONS, default=DEFAULT_VERSION, help="which HMS to run"
+    )
+    parser.add_argument(
+        "--fetch",
+        nargs="+",
+        choices=sorted(RELEASES),
+        metavar="VERSION",
+        help="fetch these HMS releases (3.1, 4.x) from Maven Central into "
+        "~/.cache/catalogd with mvn, and exit",
+    )
+    parser.add_argument(
         "--events", action="store_true", help="log notification events (compiles a listener)"
     )
     parser.add_argument(
@@ -51,6 +66,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.write_templates:
         write_templates(args.write_templates)
+        return 0
+    if args.fetch:
+        from catalogd.hms.embedded.fetch import fetch
+        from subscriber.protocol.errors import MetastoreUnavailableError
+
+        for version in args.fetch:
+            try:
+                print(f"HMS {version}: {fetch(version)}", flush=True)
+            except MetastoreUnavailableError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
         return 0
     if args.data_dir is None:
         parser.error("--data-dir is required")
@@ -73,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cache_dir=args.cache_dir,
         fast_start=not args.no_fast_start,
         notification_events=args.events,
+        version=args.hms_version,
     ) as hms:
         print(
             f"{hms.uri}  (started in {hms.startup_seconds:.1f} s; log: {hms.log_path})", flush=True

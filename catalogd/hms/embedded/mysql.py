@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from catalogd.hms.embedded.schematool import schema_ddl
 from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
@@ -71,6 +72,49 @@ class MariaDbBackend:
             "hive.metastore.schema.verification": "true",
         }
 
+    def _connect(self) -> Any:
+        """A pymysql connection (autocommit) with the database created (``utf8mb3``) if absent.
+
+        Raises MetastoreUnavailableError (MariaDB unreachable) or InvalidRequestError
+        (pymysql is not installed).
+        """
+        try:
+            import pymysql
+        except ImportError as exc:
+            raise InvalidRequestError(
+                "a MariaDB-backed embedded metastore needs pymysql: pip install pymysql"
+            ) from exc
+        try:
+            conn = pymysql.connect(
+                host=self.host, port=self.port, user=self.user, password=self.password,
+                autocommit=True, connect_timeout=10,
+            )  # fmt: skip
+            with conn.cursor() as cur:
+                cur.execute(
+                    f"CREATE DATABASE IF NOT EXISTS `{self.database}` "
+                    "CHARACTER SET utf8mb3 COLLATE utf8mb3_bin"
+                )
+                cur.execute(f"USE `{self.database}`")
+        except pymysql.MySQLError as exc:
+            raise MetastoreUnavailableError(f"cannot reach {self._where}: {exc}") from exc
+        return conn
+
+    @property
+    def _where(self) -> str:
+        return f"MariaDB database {self.database!r} at {self.host}:{self.port}"
+
+    def ensure_database(self) -> bool:
+        """Create the database if absent; return whether it has an HMS schema (VERSION)."""
+        import pymysql
+
+        conn = self._connect()
+        try:
+            with conn, conn.cursor() as cur:
+                cur.execute("SHOW TABLES LIKE 'VERSION'")
+                return cur.fetchone() is not None
+        except pymysql.MySQLError as exc:
+            raise MetastoreUnavailableError(f"cannot read {self._where}: {exc}") from exc
+
     def prepare(
         self, *, java: str, work_dir: Path, cache_dir: Path | None, timeout_s: float
     ) -> bool:
@@ -80,32 +124,18 @@ class MariaDbBackend:
         MetastoreUnavailableError if MariaDB or SchemaTool fails, and
         InvalidRequestError if pymysql is not installed.
         """
-        try:
-            import pymysql
-        except ImportError as exc:
-            raise InvalidRequestError(
-                "a MariaDB-backed embedded metastore needs pymysql: pip install pymysql"
-            ) from exc
         if not self.driver_jar.is_file():
             raise MetastoreUnavailableError(
                 f"no MariaDB JDBC driver at {self.driver_jar}; "
                 "run .ci/install-system-deps (Debian package libmariadb-java)"
             )
-        where = f"MariaDB database {self.database!r} at {self.host}:{self.port}"
+        if self.ensure_database():
+            return False
+        import pymysql
+
         try:
-            conn = pymysql.connect(
-                host=self.host, port=self.port, user=self.user, password=self.password,
-                autocommit=True, connect_timeout=10,
-            )  # fmt: skip
+            conn = self._connect()
             with conn, conn.cursor() as cur:
-                cur.execute(
-                    f"CREATE DATABASE IF NOT EXISTS `{self.database}` "
-                    "CHARACTER SET utf8mb3 COLLATE utf8mb3_bin"
-                )
-                cur.execute(f"USE `{self.database}`")
-                cur.execute("SHOW TABLES LIKE 'VERSION'")
-                if cur.fetchone() is not None:
-                    return False
                 ddl = self._schema_ddl(java, work_dir, cache_dir, timeout_s)
                 for statement in [*_statements(_fit_row_size(ddl)), *MYSQL_EXTRA_DDL]:
                     try:
@@ -117,7 +147,7 @@ class MariaDbBackend:
                             raise
         except pymysql.MySQLError as exc:
             raise MetastoreUnavailableError(
-                f"cannot create the HMS schema in {where}: {exc}"
+                f"cannot create the HMS schema in {self._where}: {exc}"
             ) from exc
         return True
 

@@ -1,14 +1,17 @@
 """The Hive Metastore child process: :class:`EmbeddedMetastore` starts and stops it.
 
-Start-up checks Java (:mod:`.java`), writes ``hive-site.xml`` and
-``log4j2.properties`` (:mod:`.config`), creates a PostgreSQL schema if needed
-(:mod:`.postgres`), compiles catalogd's listener with ``notification_events``
-(:mod:`catalogd.hms.listener`), then runs the JVM (:mod:`.jvm`) on a port
+``version`` picks the Hive Metastore: ``"2.3"`` runs from the pyspark jars
+(:mod:`.wheel`: Java check, catalogd's listener with ``notification_events``,
+a DataNucleus-made PostgreSQL/MariaDB schema, the bind agent); ``"3.1"`` and
+``"4.x"`` run a release fetched from Maven Central (:mod:`.releases`,
+:mod:`.fetch`) with its own schematool and settings (:mod:`.standalone`).
+Start-up writes ``hive-site.xml`` and ``log4j2.properties`` (:mod:`.config`),
+then runs the JVM (:mod:`.jvm`) on a port
 until a real ``get_all_databases`` call answers, retrying a free port another
-process took first. HMS 2.3 has no bind-host setting (it would listen on every
-interface): with ``bind_loopback`` (default) a small Java agent binds it to
-127.0.0.1 (:mod:`.bind`); without a ``javac`` to build the agent it listens on
-every interface, and a warning says so.
+process took first. HMS 2.3 and 3.1 have no bind-host setting (they would listen on
+every interface): with ``bind_loopback`` (default) a small Java agent binds 2.3 to
+127.0.0.1 (:mod:`.bind`); without a ``javac`` to build the agent, and on 3.1, it
+listens on every interface, and a warning says so; 4.x binds 127.0.0.1 itself.
 
 The JVM dies with its parent (:mod:`.lifeline`: a parent-death signal), and an
 orphaned HMS of the same data directory, left by a catalogd killed before, is
@@ -36,22 +39,18 @@ from catalogd.hms import listener
 from catalogd.hms.embedded.bind import (
     LOOPBACK,
     agent_flag,
-    agent_jar,
     listening_addresses,
 )
 from catalogd.hms.embedded.config import (
     Backend,
     DerbyBackend,
-    PostgresBackend,
     hive_site_properties,
     render_hive_site,
     render_log4j2,
 )
 from catalogd.hms.embedded.java import (
     FAST_START_FLAGS,
-    find_pyspark_jars,
     java_version,
-    minimum_java,
     tail_from,
 )
 from catalogd.hms.embedded.jvm import (
@@ -62,8 +61,9 @@ from catalogd.hms.embedded.jvm import (
     terminate,
 )
 from catalogd.hms.embedded.lifeline import holders, stop_stale
-from catalogd.hms.embedded.mysql import MariaDbBackend
-from catalogd.hms.embedded.postgres import create_postgres_schema
+from catalogd.hms.embedded.releases import DEFAULT_VERSION, VERSIONS, Installed, installed
+from catalogd.hms.embedded.standalone import class_path, ensure_schema, standalone_properties
+from catalogd.hms.embedded.wheel import prepare_wheel
 from catalogd.lifeline import die_with_parent
 from subscriber.protocol.errors import InvalidRequestError, MetastoreUnavailableError
 
@@ -89,7 +89,11 @@ class EmbeddedMetastore:
     PostgreSQL DDL, the compiled listener); without it each start does the slow
     path. ``notification_events`` makes the HMS log notification events with
     catalogd's listener (needs ``javac``; its jar goes to ``cache_dir``, else to
-    ``data_dir/lib``); ``extra_conf`` is applied after its settings. Not thread-safe:
+    ``data_dir/lib``; 3.1: the stock DbNotificationListener; 4.x: none).
+    ``version`` is ``"2.3"``, ``"3.1"`` or ``"4.x"``; the latter two are looked up
+    in ``releases_dir`` (default ``~/.cache/catalogd``, :mod:`.releases`), their
+    Derby schema template is kept in ``cache_dir``. ``extra_conf`` is applied after
+    its settings. Not thread-safe:
     one owner starts and stops it. A forgotten instance is killed when the
     interpreter exits; with ``die_with_parent`` (default) also when the thread
     that started it dies, even by ``kill -9`` (see :mod:`.lifeline`).
@@ -111,7 +115,13 @@ class EmbeddedMetastore:
         stop_timeout_s: float = 30.0,
         die_with_parent: bool = True,
         bind_loopback: bool = True,
+        version: str = DEFAULT_VERSION,
+        releases_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        if version not in VERSIONS:
+            raise InvalidRequestError(f"HMS version must be one of {', '.join(VERSIONS)}")
+        self._version = version
+        self._releases_dir = Path(releases_dir) if releases_dir is not None else None
         self._data_dir = Path(data_dir).resolve()
         self._backend = backend
         self._requested_port = port
@@ -171,9 +181,15 @@ class EmbeddedMetastore:
         return self._backend
 
     @property
+    def version(self) -> str:
+        """Which Hive Metastore runs: ``"2.3"`` (pyspark wheel), ``"3.1"`` or ``"4.x"``."""
+        return self._version
+
+    @property
     def notification_events(self) -> bool:
-        """Whether this HMS logs notification events (runs catalogd's listener)."""
-        return self._notification_events
+        """Whether this HMS logs notification events (2.3: catalogd's listener, 3.1: the
+        stock DbNotificationListener; 4.x never, see :mod:`.releases`)."""
+        return self._notification_events and self._version != "4.x"
 
     @property
     def running(self) -> bool:
@@ -208,60 +224,12 @@ class EmbeddedMetastore:
             raise InvalidRequestError("the embedded metastore is already running")
         started = time.monotonic()
         deadline = started + self._startup_timeout_s
-        jars = find_pyspark_jars()
-        major, version_text = java_version(self._java)
-        if major < minimum_java():
-            raise MetastoreUnavailableError(
-                f"{self._java!r} is Java {major}; the Hive Metastore in this pyspark needs "
-                f"Java {minimum_java()} or newer"
-            )
-        classpath = [f"{jars}/*"]
         for sub in ("conf", "logs", "warehouse"):
             (self._data_dir / sub).mkdir(parents=True, exist_ok=True)
-        if self._notification_events:
-            classpath.append(
-                str(
-                    listener.listener_jar(
-                        jars,
-                        self._cache_dir or self._data_dir / "lib",
-                        java=self._java,
-                        timeout_s=max(1.0, deadline - time.monotonic()),
-                    )
-                )
-            )
-        if isinstance(self._backend, PostgresBackend):
-            if not self._backend.driver_jar.is_file():
-                raise MetastoreUnavailableError(
-                    f"no PostgreSQL JDBC driver at {self._backend.driver_jar}; "
-                    "run .ci/install-system-deps (Debian package libpostgresql-jdbc-java)"
-                )
-            classpath.append(str(self._backend.driver_jar))
-            create_postgres_schema(
-                self._backend,
-                java=self._java,
-                work_dir=self.conf_dir,
-                cache_dir=self._cache_dir,
-                timeout_s=max(1.0, deadline - time.monotonic()),
-            )
-        elif isinstance(self._backend, MariaDbBackend):
-            classpath.append(str(self._backend.driver_jar))
-            self._backend.prepare(
-                java=self._java,
-                work_dir=self.conf_dir,
-                cache_dir=self._cache_dir,
-                timeout_s=max(1.0, deadline - time.monotonic()),
-            )
-        if self._bind_loopback:
-            try:
-                self._agent = agent_jar(
-                    jars,
-                    self._cache_dir or self._data_dir / "lib",
-                    java=self._java,
-                    timeout_s=max(1.0, deadline - time.monotonic()),
-                )
-            except MetastoreUnavailableError as exc:
-                log.warning("%s; the embedded Hive Metastore listens on every interface", exc)
-        self._write_conf()
+        if self._version == "2.3":
+            classpath, version_text = self._prepare_wheel(deadline)
+        else:
+            classpath, version_text = self._prepare_release(deadline)
         self.stale_stopped = stop_stale(self._data_dir, MAIN_CLASS, self._stop_timeout_s)
         if self.stale_stopped:
             log.warning(
@@ -326,12 +294,44 @@ class EmbeddedMetastore:
 
     # -- internals
 
-    def _write_conf(self) -> None:
-        extra = listener.listener_properties() if self._notification_events else {}
+    def _prepare_wheel(self, deadline: float) -> tuple[list[str], str]:
+        """HMS 2.3 from the pyspark jars (:mod:`.wheel`), then its hive-site.xml."""
+        classpath, version_text, self._agent = prepare_wheel(
+            self._backend, java=self._java, data_dir=self._data_dir, conf_dir=self.conf_dir,
+            cache_dir=self._cache_dir, notification_events=self._notification_events,
+            bind_loopback=self._bind_loopback, deadline=deadline,
+        )  # fmt: skip
+        self._write_conf()
+        return classpath, version_text
+
+    def _prepare_release(self, deadline: float) -> tuple[list[str], str]:
+        """HMS 3.1/4.x fetched from Maven (:mod:`.releases`): conf, then its schematool."""
+        release = installed(self._version, self._releases_dir)
+        _, version_text = java_version(self._java)
+        if self._bind_loopback and release.release.bind_host_key is None:
+            log.warning("Hive Metastore %s has no bind-host setting: it listens on every "
+                        "interface", release.release.hive)  # fmt: skip
+        self._write_conf(release)
+        ensure_schema(
+            release, self._backend, data_dir=self._data_dir, conf_dir=self.conf_dir,
+            java=self._java, cache_dir=self._cache_dir,
+            timeout_s=max(1.0, deadline - time.monotonic()),
+        )  # fmt: skip
+        return class_path(release, self._backend), version_text
+
+    def _write_conf(self, release: Installed | None = None) -> None:
+        warehouse = f"file:{self.warehouse_dir}"
+        if release is not None:
+            extra = standalone_properties(
+                release, warehouse_uri=warehouse, bind_loopback=self._bind_loopback,
+                notification_events=self._notification_events,
+            )  # fmt: skip
+        else:
+            extra = listener.listener_properties() if self._notification_events else {}
         props = hive_site_properties(
             self._backend,
             data_dir=self._data_dir,
-            warehouse_uri=f"file:{self.warehouse_dir}",
+            warehouse_uri=warehouse,
             extra={**extra, **self._extra_conf},
         )
         site = self.conf_dir / "hive-site.xml"

@@ -77,8 +77,10 @@ class MetastoreSupervisor:
         self.close()
 
     def report(self) -> dict[str, Any]:
-        """A JSON-able summary: state, restarts, the last exit code and error."""
+        """A JSON-able summary: version, state, restarts, the last exit code and error."""
         return {
+            "version": self.metastore.version,
+            "notification_events": self.metastore.notification_events,
             "state": self.state,
             "restarts": self.restarts,
             "failed_restarts": self.failed_restarts,

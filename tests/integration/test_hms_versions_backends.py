@@ -1,0 +1,72 @@
+"""The embedded HMS 3.1.3 and 4.0.1 on PostgreSQL and MariaDB: schema by their schematool.
+
+Each case (both versions on both databases) starts a fresh HMS on a fresh database (the Derby cases
+run in ``tests/e2e/test_hms_versions.py``; 2.3 on PostgreSQL and MariaDB in
+``test_sql_source.py``), writes the catalog of :mod:`support.hms_versions` over
+Thrift, and checks that catalogd's Thrift source loads every object and that the
+tables it reads equal the raw HMS answer; 3.1 must log notification events (the
+stock listener), 4.0.1 none. HMS start times are printed in the summary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.hms_versions import RawHms, backend_for, drop, populate
+from support.measurements import record_measurement
+
+from catalogd.hms.client import MetastoreClient
+from catalogd.hms.embedded import EmbeddedMetastore
+from catalogd.sources import ThriftSource, load_catalog
+
+pytestmark = [pytest.mark.hms, pytest.mark.postgres, pytest.mark.timeout(300)]
+
+
+@pytest.mark.parametrize(
+    ("version", "kind"),
+    [("3.1", "postgres"), ("4.x", "postgres"), ("4.x", "mariadb"), ("3.1", "mariadb")],
+)
+def test_schematool_schema_serves_the_catalog(
+    version: str, kind: str, tmp_path: Path, hms_cache_dir: Path
+) -> None:
+    backend = backend_for(kind)
+    try:
+        with EmbeddedMetastore(
+            tmp_path / "hms",
+            version=version,
+            backend=backend,
+            cache_dir=hms_cache_dir,
+            notification_events=True,
+        ) as metastore:
+            record_measurement(
+                f"HMS {version} start ({kind}, schematool)", metastore.startup_seconds or 0.0, "s"
+            )
+            dbs = populate(metastore.uri, f"file:{metastore.warehouse_dir}", "bk")
+            raw = RawHms(metastore.uri, version)
+            with MetastoreClient(metastore.uri) as client:
+                objects, _ = load_catalog(ThriftSource(client))
+                assert client.request_style == (version == "4.x")
+                for db in dbs:
+                    for table in raw.tables(db):
+                        assert client.get_table(db, table.tableName) == table
+                events = client.get_current_notification_event_id()
+            raw.close()
+            assert {k for k in objects if k.split(":")[1].startswith("bk_")} >= {
+                "DATABASE:bk_a",
+                "TABLE:bk_a.events",
+                "TABLE:bk_a.ext",
+                "VIEW:bk_a.v",
+                "TABLE:bk_b.t",
+                "HDFS_PARTITION:bk_a.events:dt=x y%2F%3D/n=7",
+            }
+            assert (events > 0) == (version == "3.1")
+        # The schema stays: a second start on the same database skips schematool.
+        with EmbeddedMetastore(
+            tmp_path / "hms", version=version, backend=backend, cache_dir=hms_cache_dir
+        ) as again:
+            record_measurement(f"HMS {version} restart ({kind})", again.startup_seconds or 0.0, "s")
+            with MetastoreClient(again.uri) as client:
+                assert set(dbs) <= set(client.get_all_databases())
+    finally:
+        drop(backend)
