@@ -29,7 +29,7 @@ from typing import Any
 import idl
 from subscriber.cache import CacheView
 from subscriber.memo import BoundedMemo
-from subscriber.metastore import filters, orders, shapes
+from subscriber.metastore import catalogs, filters, orders, shapes
 from subscriber.metastore.framing import struct_list_success, success_struct
 from subscriber.metastore.rows import Rows, same, token
 from subscriber.metastore.shapes import Forward
@@ -65,6 +65,8 @@ class CacheAnswers:
         self._databases = databases
         self._encoded: BoundedMemo[tuple[str, int], bytes] = BoundedMemo(_MEMO_LIMIT)
         self._rows: dict[str, Rows] = {}
+        self.upstream_reads_catalogs: bool | None = None
+        """Whether the HMS stood in for reads ``@hive#db`` (set from a probe)."""
         self.orders = orders.RowOrders()
         """HMS's row orders learnt from its answers (several tables, all functions)."""
         self._handlers: dict[str, Callable[[CacheView, Any], bytes]] = {
@@ -111,7 +113,9 @@ class CacheAnswers:
             KeyError: ``name`` is not in :attr:`methods`.
             TException: an HMS exception (NoSuchObjectException, ...) to send back.
         """
-        return self._handlers[name](view, args)
+        handler = self._handlers[name]
+        catalogs.unqualify(name, args, self.upstream_reads_catalogs)  # "@hive#db": "db"
+        return handler(view, args)
 
     # -- databases ------------------------------------------------------------------
 

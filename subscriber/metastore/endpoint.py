@@ -6,10 +6,9 @@
             sub.metastore_endpoint(upstream="thrift://hms:9083") as ep:
         spark = SparkSession.builder.config("spark.hadoop.hive.metastore.uris", ep.uri) ...
 
-Threads: ``catalogd-hms-endpoint`` accepts; each client connection gets a
-thread of its own (``catalogd-hms-conn-N``) that owns the client socket and its
-:class:`~subscriber.metastore.upstream.Upstream` socket. Reads take the
-subscriber's current immutable cache view, no lock.
+Threads: ``catalogd-hms-endpoint`` accepts; each client connection gets a thread
+(``catalogd-hms-conn-N``) owning the client socket and its upstream socket; one
+probe (:mod:`~subscriber.metastore.dialect`) learns whether HMS reads ``@hive#db``.
 
 Per call (binary protocol, unframed; see :mod:`subscriber.metastore.framing`):
 
@@ -22,11 +21,9 @@ Per call (binary protocol, unframed; see :mod:`subscriber.metastore.framing`):
 * a forwarded ``get_table`` whose answer shows the cache behind HMS makes catalogd
   reload that table, which is pending until the cache shows that reload
   (:mod:`~subscriber.metastore.freshness`), as after a write;
-* ``set_ugi`` is answered here (HMS echoes the groups) and replayed
-  on the upstream connection when one is opened; fb303's ``shutdown`` (a client
-  closing) just closes the upstream connection; ``get_config_value`` is
-  forwarded once per argument set and remembered (HMS reads its configuration
-  at start);
+* ``set_ugi`` is answered here (HMS echoes the groups) and replayed upstream;
+  fb303's ``shutdown`` closes the upstream connection; ``get_config_value`` is
+  forwarded once per argument set and remembered;
 * everything else is forwarded byte for byte, whatever the method. After a
   write succeeds, its answer goes back at once; catalogd is asked to reload what
   it touched, and those objects are *pending*
@@ -63,6 +60,7 @@ from subscriber.cache import CacheView
 from subscriber.metastore import framing, freshness, replies
 from subscriber.metastore.answers import CacheAnswers, Decode, Forward
 from subscriber.metastore.counters import EndpointStats, answers_reason, forward_reason
+from subscriber.metastore.dialect import Dialect
 from subscriber.metastore.methods import is_write
 from subscriber.metastore.readback import ReadBack
 from subscriber.metastore.session import LOCK_METHODS, Session
@@ -155,6 +153,9 @@ class MetastoreEndpoint:
             subscriber.decoder, None if databases is None else frozenset(databases)
         )
         self._config_memo: dict[bytes, bytes] = {}
+        self._dialect = Dialect(
+            config.upstream, lambda known: setattr(self._answers, "upstream_reads_catalogs", known)
+        )
         self._readback = ReadBack(
             config.write_wait_s, self.stats, databases, subscriber.request_reload
         )
@@ -185,12 +186,14 @@ class MetastoreEndpoint:
             target=self._accept, name="catalogd-hms-endpoint", daemon=True
         )
         self._accepter.start()
+        self._dialect.start()
         log.info("HMS endpoint on %s, forwarding to %s", self.uri, self.config.upstream)
         return self
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop accepting, close every client connection, join (idempotent)."""
         self._stop.set()
+        self._dialect.close()
         if self._listener is not None:
             with contextlib.suppress(OSError):
                 self._listener.shutdown(socket.SHUT_RDWR)
