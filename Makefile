@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run status watch test test-fast bench lint venv system clean
+.PHONY: run status watch test test-fast bench lint venv system spark-clients clean
 
 venv: $(STAMP)
 
@@ -31,12 +31,18 @@ test: venv
 	@bash .ci/system-ready || $(MAKE) system
 	$(BIN)/pytest
 
-## system set-up: Debian packages the tests need (apt-get), the local PostgreSQL/MariaDB, and
-## the Hive Metastore 3.1/4.x jars from Maven Central (cached in ~/.m2)
+## system set-up: Debian packages the tests need (apt-get), the local PostgreSQL/MariaDB,
+## the Hive Metastore 3.1/4.x jars from Maven Central (cached in ~/.m2) and the Spark clients
 system: venv
 	bash .ci/install-system-deps
 	bash .ci/start-services
 	$(BIN)/python idl/generate/generate.py --fetch-only
+	bash .ci/fetch-spark-clients
+
+## Spark's Hive 3.1/4.x metastore clients and the Iceberg Spark runtime (Maven Central, ~/.m2),
+## and pyspark 4.1 for Iceberg (PyPI), under ~/.cache/catalogd: see .ci/fetch-spark-clients
+spark-clients:
+	bash .ci/fetch-spark-clients
 
 ## only the pure tier (no servers)
 test-fast: venv
