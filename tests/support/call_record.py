@@ -53,16 +53,24 @@ def _delta(after: dict[str, dict[str, int]], before: dict[str, dict[str, int]]) 
 class CallRecorder:
     """Runs statements and records each one's calls (not thread-safe)."""
 
-    def __init__(self, relay: CountingRelay, endpoint: MetastoreEndpoint | None = None) -> None:
+    def __init__(
+        self,
+        relay: CountingRelay,
+        endpoint: MetastoreEndpoint | None = None,
+        *,
+        settle: bool = True,
+    ) -> None:
         self.relay = relay
         self.endpoint = endpoint
+        self.settle = settle
         self.steps: list[Step] = []
 
     def run(self, spark: SparkSql, statement: str, timeout: float = 120.0) -> Step:
-        """Run ``statement`` (waiting for the endpoint's pending reloads first, so a
-        statement's reads are not forwarded because of the previous one's write)."""
+        """Run ``statement``; with ``settle``, wait for the endpoint's pending reloads
+        first, so its reads are not forwarded because of the previous one's write."""
         if self.endpoint is not None:
-            self.endpoint.wait_settled(10)
+            if self.settle:
+                self.endpoint.wait_settled(10)
             before = self.endpoint.stats.by_method()
         self.relay.reset()
         answer = answer_of(spark.attempt(statement, timeout))
