@@ -32,7 +32,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get("CATALOGD_SPARK_CLIENTS", Path.home() / ".cache" / "catalogd"))
 
 
-def _classpath(name: str, what: str) -> str:
+def classpath(name: str, what: str) -> str:
     path = cache_dir() / "spark-jars" / f"{name}.classpath"
     try:
         entries = [e for e in path.read_text().strip().split(os.pathsep) if e]
@@ -49,7 +49,7 @@ def _classpath(name: str, what: str) -> str:
 
 def hive_client_conf(version: str) -> dict[str, str]:
     """Spark settings that make its metastore client Hive ``version`` (Maven jars)."""
-    jars = _classpath(f"hive-{version}", f"the Hive {version} metastore client jars")
+    jars = classpath(f"hive-{version}", f"the Hive {version} metastore client jars")
     return {
         "spark.sql.hive.metastore.version": version,
         "spark.sql.hive.metastore.jars": jars,  # a JVM class path: "classpath" mode
@@ -67,7 +67,7 @@ class IcebergSpark:
 
 def iceberg_spark() -> IcebergSpark:
     """The Iceberg runtime and the pyspark venv it runs in (see the fetch script)."""
-    jar = _classpath("iceberg", f"the Iceberg Spark runtime ({ICEBERG_RUNTIME})")
+    jar = classpath("iceberg", f"the Iceberg Spark runtime ({ICEBERG_RUNTIME})")
     python = cache_dir() / f"venv-pyspark-{ICEBERG_PYSPARK}" / "bin" / "python"
     if not python.is_file():
         raise SparkClientMissing(f"pyspark {ICEBERG_PYSPARK}: {python} is missing; run {FETCH}")
