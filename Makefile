@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run status watch test test-fast bench lint venv system clean
+.PHONY: run status watch test test-fast bench lint venv system spark-clients clean
 
 venv: $(STAMP)
 
@@ -32,13 +32,20 @@ test: venv
 	$(BIN)/pytest
 
 ## system set-up: Debian packages the tests need (apt-get), the local PostgreSQL/MariaDB, the
-## Hive Metastore 3.1/4.x jars for IDL generation (~/.m2), and the runnable HMS 3.1.3 / 4.0.1
-## releases with their Hadoop (Maven Central, with mvn; cached in ~/.cache/catalogd)
+## Hive Metastore 3.1/4.x jars for IDL generation (~/.m2), the runnable HMS 3.1.3 / 4.0.1
+## releases with their Hadoop, and Spark's Hive 3.1/4.x clients (Maven Central, with mvn;
+## cached in ~/.m2 and ~/.cache/catalogd)
 system: venv
 	bash .ci/install-system-deps
 	bash .ci/start-services
 	$(BIN)/python idl/generate/generate.py --fetch-only
 	$(BIN)/python -m catalogd.hms.embedded --fetch 3.1 4.x
+	bash .ci/fetch-spark-clients
+
+## Spark's Hive 3.1/4.x metastore clients and the Iceberg Spark runtime (Maven Central, ~/.m2),
+## and pyspark 4.1 for Iceberg (PyPI), under ~/.cache/catalogd: see .ci/fetch-spark-clients
+spark-clients:
+	bash .ci/fetch-spark-clients
 
 ## only the pure tier (no servers)
 test-fast: venv

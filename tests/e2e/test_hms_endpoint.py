@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from polling import wait_until
+from support import hms_statements as stmts
 from support.catalogd_process import CatalogdProcess
 from support.hms_relay import CountingRelay
 from support.measurements import record_measurement
@@ -35,49 +36,7 @@ pytestmark = [pytest.mark.hms, pytest.mark.spark, pytest.mark.timeout(420)]
 
 hms_api = idl.hive_metastore
 
-SETUP = [
-    "CREATE DATABASE hx",
-    "CREATE TABLE hx.events (id INT, v STRING, dt STRING) USING parquet PARTITIONED BY (dt)",
-    "INSERT INTO hx.events PARTITION (dt='2024-01-01') VALUES (1, 'a'), (2, 'b')",
-    "INSERT INTO hx.events PARTITION (dt='2024-01-02') VALUES (3, 'c')",
-    "CREATE TABLE hx.clicks (id INT, n INT) PARTITIONED BY (h INT) STORED AS PARQUET",
-    "INSERT INTO hx.clicks PARTITION (h=1) VALUES (1, 10), (3, 30)",
-    "INSERT INTO hx.clicks PARTITION (h=2) VALUES (2, 20)",
-]
-
-READS = [
-    "SHOW DATABASES",
-    "SHOW TABLES IN hx",
-    "DESCRIBE TABLE hx.events",
-    "DESCRIBE EXTENDED hx.clicks",
-    "@getTable hx.events",
-    "@listTables hx",
-    "@listColumns hx.clicks",
-    "SHOW PARTITIONS hx.events",
-    "SHOW PARTITIONS hx.clicks PARTITION (h=1)",
-    "SELECT count(*) FROM hx.events WHERE dt = '2024-01-02'",
-    "SELECT count(*) FROM hx.events",
-    "SELECT sum(c.n) FROM hx.events e JOIN hx.clicks c ON e.id = c.id"
-    " WHERE e.dt >= '2024-01-01' AND c.h = 1",
-    "SELECT * FROM hx.clicks WHERE h IN (1, 2) ORDER BY id",
-    "SHOW USER FUNCTIONS IN hx",
-    "DESCRIBE FUNCTION hx.shout",
-]
-
-# Each write, then the reads that must show it at once (read-your-writes). T is
-# replaced by a table name of each session's own.
-WRITES = [
-    ("CREATE TABLE hx.T (a INT, p STRING) USING parquet PARTITIONED BY (p)", ["SHOW TABLES IN hx"]),
-    ("INSERT INTO hx.T PARTITION (p='x') VALUES (1)", ["SHOW PARTITIONS hx.T"]),
-    ("ALTER TABLE hx.T ADD PARTITION (p='y')", ["SHOW PARTITIONS hx.T"]),
-    ("ALTER TABLE hx.T SET TBLPROPERTIES ('k'='v')", ["SHOW TBLPROPERTIES hx.T ('k')"]),
-    (
-        "CREATE FUNCTION hx.T_fn AS 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFUpper'",
-        ["SHOW USER FUNCTIONS IN hx"],
-    ),
-    ("DROP FUNCTION hx.T_fn", ["SHOW USER FUNCTIONS IN hx"]),
-    ("DROP TABLE hx.T", ["SHOW TABLES IN hx"]),
-]
+SETUP, READS, WRITES = stmts.SETUP, stmts.READS, stmts.WRITES
 
 
 @pytest.fixture(scope="module", params=["replica", "on-demand"])

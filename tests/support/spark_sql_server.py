@@ -27,12 +27,21 @@ from typing import IO, Any
 class SparkSql:
     """A running ``spark_sql_server.py``; ``sql()`` blocks until Spark committed."""
 
-    def __init__(self, uri: str, warehouse: Path, work: Path, conf: dict[str, str]) -> None:
+    def __init__(
+        self,
+        uri: str,
+        warehouse: Path,
+        work: Path,
+        conf: dict[str, str],
+        *,
+        python: str = sys.executable,
+    ) -> None:
+        """Start the session (``python``: the interpreter whose pyspark runs it)."""
         work.mkdir(parents=True, exist_ok=True)
         self.log_path = work / "spark.log"
         with self.log_path.open("wb") as log:
             self._proc = subprocess.Popen(
-                [sys.executable, __file__, uri, str(warehouse), str(work)]
+                [python, __file__, uri, str(warehouse), str(work)]
                 + [f"{k}={v}" for k, v in conf.items()],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
