@@ -58,18 +58,7 @@ GIVE_UP_AFTER = 5
 # one 4.x client (its request-style calls are newer than HMS 3.1 too).
 PAIRS = [
     *(("2.3.10", client) for client in HIVE_CLIENT_VERSIONS),
-    pytest.param(
-        "3.1.3",
-        "3.1.3",
-        marks=pytest.mark.xfail(
-            strict=True,
-            raises=AssertionError,
-            reason="the endpoint takes a catalog-qualified name (@hive#hx) for a database "
-            "name, as HMS 2.3 does; HMS 3.1 reads the catalog: SHOW DATABASES is empty and "
-            "hx is not found through the endpoint (docs/HMS-ENDPOINT.md, Spark's Hive 3.1/4.x "
-            "clients)",
-        ),
-    ),
+    ("3.1.3", "3.1.3"),  # catalog-qualified names (@hive#hx): read as HMS 3.1 reads them
     ("3.1.3", "4.1.0"),
 ]
 
