@@ -1,0 +1,87 @@
+"""Catalogs built in memory for the web page's tests and benchmark: a database whose
+comment, parameters, table comments, view text and partition values are hostile
+HTML, a partitioned table of any size, and many small tables."""
+
+from __future__ import annotations
+
+import idl
+from catalogd.conversion.objects import database_objects, encode_all, table_objects
+from catalogd.core.catalog import Catalog
+
+hms = idl.hive_metastore
+
+EVIL = "<script>window.__pwned=1</script>"
+
+
+def _table(db: str, name: str, *, keys: int = 1, comment: str = "", view: str = "") -> object:
+    cols = [
+        hms.FieldSchema(name="id", type="bigint", comment=EVIL),
+        hms.FieldSchema(name="amount", type="decimal(10,2)", comment=""),
+    ]
+    return hms.Table(
+        tableName=name,
+        dbName=db,
+        owner="etl",
+        sd=hms.StorageDescriptor(
+            cols=cols,
+            location=f"file:/w/{db}/{name}",
+            inputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+            serdeInfo=hms.SerDeInfo(serializationLib="parquet", parameters={}),
+            parameters={},
+        ),
+        partitionKeys=[hms.FieldSchema(name=f"k{i}", type="string") for i in range(keys)]
+        if not view
+        else [],
+        parameters={"comment": comment, "transient_lastDdlTime": "1", "x": EVIL},
+        tableType="VIRTUAL_VIEW" if view else "MANAGED_TABLE",
+        viewOriginalText=view or None,
+        viewExpandedText=view or None,
+    )
+
+
+def _partition(db: str, name: str, value: str) -> object:
+    return hms.Partition(
+        values=[value],
+        dbName=db,
+        tableName=name,
+        sd=hms.StorageDescriptor(
+            cols=[], location=f"file:/w/{db}/{name}/k0={value}", parameters={}
+        ),
+        parameters={"numRows": "10", "totalSize": "1000", "note": EVIL},
+    )
+
+
+def build(
+    *,
+    partitions: int = 20,
+    small_tables: int = 3,
+    databases: int = 1,
+    catalog: Catalog | None = None,
+) -> Catalog:
+    """Database ``sales`` (hostile comment) with ``orders`` (``partitions`` partitions,
+    one of them with a hostile value), a view ``v`` and ``small_tables`` tables
+    ``t00000``...; plus ``databases - 1`` databases ``db001``... of small tables."""
+    catalog = catalog or Catalog()
+    objects: dict[str, object] = {}
+    objects.update(
+        database_objects(
+            hms.Database(
+                name="sales", description=EVIL, locationUri="file:/w/sales", parameters={"p": EVIL}
+            )
+        )
+    )
+    parts = [_partition("sales", "orders", f"{i:06d}") for i in range(partitions - 1)]
+    parts.append(_partition("sales", "orders", EVIL))
+    objects.update(table_objects(_table("sales", "orders", comment=EVIL), parts[:partitions]))
+    objects.update(table_objects(_table("sales", "v", view=f"select '{EVIL}'")))
+    for i in range(small_tables):
+        objects.update(table_objects(_table("sales", f"t{i:05d}", keys=0)))
+    catalog.commit(encode_all(objects))
+    for d in range(1, databases):
+        more: dict[str, object] = {}
+        db = f"db{d:03d}"
+        more.update(database_objects(hms.Database(name=db, description="", parameters={})))
+        for i in range(small_tables):
+            more.update(table_objects(_table(db, f"t{i:05d}", keys=0)))
+        catalog.commit(encode_all(more))
+    return catalog
