@@ -1,8 +1,10 @@
 """The web status page's ASGI application (Starlette routes, Jinja2 templates).
 
 Routes are sync functions: Starlette runs them on its worker threads (anyio's pool,
-40 at most), never on the event loop, and each reads the catalog only through
-``sources.read`` (bounded by :class:`catalogd.web.sources.DaemonSources`). Every page
+40 at most), never on the event loop; at most ``max_renders`` build a page at once
+(the rest wait blocked, so they do not take the GIL from the server thread), and
+each reads the catalog only through ``sources.read`` (bounded by
+:class:`catalogd.web.sources.DaemonSources`). Every page
 is rendered by Jinja2 with autoescape on, and sent with a Content-Security-Policy
 that allows no script at all: escaping is the defence, the policy a second one.
 
@@ -13,7 +15,10 @@ route runs; ``POST /log_level`` also needs the admin role and a same-origin requ
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
+from collections import OrderedDict
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
@@ -74,9 +79,18 @@ def _int(request: Request, name: str, default: int, high: int) -> int:
     return int(raw)
 
 
-def make_app(sources: Sources, access: Access) -> ASGIApp:
-    """The application: every route of the status page over ``sources``."""
+def make_app(
+    sources: Sources, access: Access, *, max_renders: int = 2, render_wait_s: float = 10.0
+) -> ASGIApp:
+    """The application: every route of the status page over ``sources``.
+
+    At most ``max_renders`` pages are built at once (decoding and rendering are Python
+    work that holds the GIL, which the server thread needs too): the others wait,
+    blocked and so not competing for the GIL, up to ``render_wait_s`` (then 503).
+    """
     env = _templates()
+    renders = threading.BoundedSemaphore(max_renders)
+    built = Built(256)  # a table page's HTML by its arguments, with what it was built from
 
     def html(name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
         body = env.get_template(name).render(**context)
@@ -92,12 +106,16 @@ def make_app(sources: Sources, access: Access) -> ASGIApp:
 
     def guarded(route: Any) -> Any:
         def run(request: Request) -> Response:
+            if not renders.acquire(timeout=render_wait_s):
+                return error(503, "too many pages being built at once; try again")
             try:
                 return route(request)  # type: ignore[no-any-return]
             except ValueError as exc:
                 return error(400, str(exc))
             except Busy as exc:
                 return error(503, str(exc))
+            finally:
+                renders.release()
 
         return run
 
@@ -132,14 +150,25 @@ def make_app(sources: Sources, access: Access) -> ASGIApp:
     def table(request: Request) -> Response:
         offset, limit, q = paged(request, 100)
         db, name = request.path_params["db"], request.path_params["table"]
-        context = views.table_view(sources.read, db, name, offset, limit, q)
+        listing = sources.read(
+            functools.partial(reads.table, db=db, name=name, offset=offset, limit=limit, search=q)
+        )
+        key, seen = (db, name, offset, limit, q), views.fingerprint(listing)
+        cached = built.get(key)
+        if cached is not None and cached[0] == seen:
+            return HTMLResponse(cached[1], headers={"Content-Security-Policy": CSP})
+        context = views.table_context(listing, db, offset, limit, q)
         if context is None:
             return error(404, f"no table {db}.{name!r}")
-        return html("table.html", context)
+        response = html("table.html", context)
+        built.put(key, (seen, bytes(response.body)))
+        return response
 
+    @guarded
     def subscribers(request: Request) -> Response:
         return html("subscribers.html", pages.subscribers_view(sources.status()))
 
+    @guarded
     def operations(request: Request) -> Response:
         context = pages.operations_view(sources.audit(100), sources.status())
         return html("operations.html", context)
@@ -198,6 +227,25 @@ def make_app(sources: Sources, access: Access) -> ASGIApp:
         Route("/log_level", log_level, methods=["GET", "POST"]),
     ]
     return AuthMiddleware(Starlette(routes=routes), access)
+
+
+class Built:
+    """A bounded map (least recently stored goes first) of pages built. Thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self._size, self._items = size, OrderedDict[Any, Any]()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
 
 
 def _same_origin(request: Request) -> bool:

@@ -66,7 +66,7 @@ class Census:
         read: Read[Any],
         *,
         top: int = 20,
-        interval_s: float = 60.0,
+        interval_s: float = 15.0,
         chunk: int = 20_000,
         pause_s: float = 0.002,
         clock: Callable[[], float] = time.monotonic,

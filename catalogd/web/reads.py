@@ -26,7 +26,8 @@ from catalogd.core.catalog import Catalog
 from subscriber.protocol.keys import (
     DATABASE_PREFIX,
     PARTITION_PREFIX,
-    object_type_of,
+    TABLE_PREFIX,
+    VIEW_PREFIX,
     table_key,
 )
 
@@ -35,7 +36,11 @@ __all__ = ["MAX_PAGE", "Found", "Listing", "databases", "table", "table_sizes", 
 MAX_PAGE = 500
 """Rows one page may ask for."""
 
-_TABLE_TYPES = ("TABLE", "VIEW")
+_TABLE_PREFIXES = (TABLE_PREFIX, VIEW_PREFIX)
+
+
+def _name(key: str) -> str:
+    return key[key.index(".") + 1 :]
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ def databases(catalog: Catalog, offset: int = 0, limit: int = MAX_PAGE) -> Listi
         if entry is None or entry.payload is None:
             continue
         heads = catalog.head_keys(name)
-        count = sum(1 for key in heads if object_type_of(key) in _TABLE_TYPES)
+        count = sum(1 for key in heads if key.startswith(_TABLE_PREFIXES))
         rows.append(Found(entry.key, entry.version, entry.payload, count))
     return Listing(catalog.version, len(names), tuple(rows))
 
@@ -84,17 +89,15 @@ def tables(
     each with its partition count; ``head`` is the database's own entry."""
     offset, limit = _bounded(offset, limit)
     db, search = db.lower(), search.lower()
-    keys = sorted(
-        key
-        for key in catalog.head_keys(db)
-        if object_type_of(key) in _TABLE_TYPES and search in key.partition(".")[2]
-    )
+    keys = [key for key in catalog.head_keys(db) if key.startswith(_TABLE_PREFIXES)]
+    if search:
+        keys = [key for key in keys if search in _name(key)]
+    keys.sort(key=_name)
     rows = []
     for key in keys[offset : offset + limit]:
         entry = catalog.get(key)
         if entry is not None and entry.payload is not None:
-            name = key.partition(".")[2]
-            count = len(catalog.partition_key_set(db, name))
+            count = len(catalog.partition_key_set(db, _name(key)))
             rows.append(Found(key, entry.version, entry.payload, count))
     head = catalog.get(DATABASE_PREFIX + db)
     found = Found(head.key, head.version, head.payload) if head and head.payload else None
@@ -157,8 +160,8 @@ def find_tables(catalog: Catalog, text: str, limit: int = 100) -> list[tuple[str
     for db_key in catalog.database_keys():
         db = db_key.partition(":")[2]
         for key in catalog.head_keys(db):
-            if object_type_of(key) in _TABLE_TYPES and text in key.partition(":")[2]:
-                found.append((db, key.partition(".")[2]))
+            if key.startswith(_TABLE_PREFIXES) and text in key.partition(":")[2]:
+                found.append((db, _name(key)))
                 if len(found) >= limit:
                     return sorted(found)
     return sorted(found)

@@ -20,7 +20,15 @@ from catalogd.web import reads
 from subscriber.protocol.codec import decode_object
 from subscriber.protocol.keys import split_partition_key
 
-__all__ = ["Read", "catalog_view", "database_view", "page_of", "table_view"]
+__all__ = [
+    "Read",
+    "catalog_view",
+    "database_view",
+    "fingerprint",
+    "page_of",
+    "table_context",
+    "table_view",
+]
 
 T = TypeVar("T")
 Read = Callable[[Callable[[Catalog], T]], T]
@@ -142,6 +150,20 @@ def table_view(
     listing = read(
         functools.partial(reads.table, db=db, name=name, offset=offset, limit=limit, search=search)
     )
+    return table_context(listing, db, offset, limit, search)
+
+
+def fingerprint(listing: reads.Listing) -> tuple[Any, ...]:
+    """What a page built from ``listing`` depends on: its rows' keys and versions (not
+    the catalog's version), so a page is rebuilt only when what it shows changed."""
+    head = (listing.head.key, listing.head.version) if listing.head else None
+    return head, listing.total, tuple((found.key, found.version) for found in listing.rows)
+
+
+def table_context(
+    listing: reads.Listing, db: str, offset: int, limit: int, search: str
+) -> dict[str, Any] | None:
+    """The context of a table's page read as ``listing`` (:func:`table_view`)."""
     if listing.head is None:
         return None
     row = _table_row(listing.head)
@@ -159,7 +181,6 @@ def table_view(
     return {
         **row,
         "db": db.lower(),
-        "version": listing.version,
         "owner": getattr(meta, "owner", "") or "",
         "comment": parameters.get("comment", "") or table.tbl_comment or "",
         "location": getattr(sd, "location", "") or "",

@@ -11,6 +11,7 @@ from catalogd.core.catalog import Catalog
 hms = idl.hive_metastore
 
 EVIL = "<script>window.__pwned=1</script>"
+_MARK = "QXQXQX"
 
 
 def _table(db: str, name: str, *, keys: int = 1, comment: str = "", view: str = "") -> object:
@@ -51,6 +52,22 @@ def _partition(db: str, name: str, value: str) -> object:
     )
 
 
+def _partitions(db: str, name: str, count: int) -> dict[str, bytes]:
+    """``count`` partitions (the last one's value hostile). One is converted; the others
+    are its bytes with the six-digit value replaced (same length, so still valid):
+    fast enough for 100,000 in a test."""
+    if count == 0:
+        return {}
+    evil = encode_all(table_objects(_table(db, name), [_partition(db, name, EVIL)]))
+    payloads = {k: v for k, v in evil.items() if k.startswith("HDFS_PARTITION:")}
+    template = encode_all(table_objects(_table(db, name), [_partition(db, name, _MARK)]))
+    key, payload = next((k, v) for k, v in template.items() if k.startswith("HDFS_PARTITION:"))
+    for i in range(count - 1):
+        value = f"{i:06d}"
+        payloads[key.replace(_MARK, value)] = payload.replace(_MARK.encode(), value.encode())
+    return payloads
+
+
 def build(
     *,
     partitions: int = 20,
@@ -61,7 +78,7 @@ def build(
     """Database ``sales`` (hostile comment) with ``orders`` (``partitions`` partitions,
     one of them with a hostile value), a view ``v`` and ``small_tables`` tables
     ``t00000``...; plus ``databases - 1`` databases ``db001``... of small tables."""
-    catalog = catalog or Catalog()
+    catalog = Catalog() if catalog is None else catalog
     objects: dict[str, object] = {}
     objects.update(
         database_objects(
@@ -70,9 +87,11 @@ def build(
             )
         )
     )
-    parts = [_partition("sales", "orders", f"{i:06d}") for i in range(partitions - 1)]
-    parts.append(_partition("sales", "orders", EVIL))
-    objects.update(table_objects(_table("sales", "orders", comment=EVIL), parts[:partitions]))
+    header = table_objects(_table("sales", "orders", comment=EVIL))
+    objects.update(header)
+    catalog.commit(encode_all(objects))
+    catalog.commit(_partitions("sales", "orders", partitions))
+    objects = {}
     objects.update(table_objects(_table("sales", "v", view=f"select '{EVIL}'")))
     for i in range(small_tables):
         objects.update(table_objects(_table("sales", f"t{i:05d}", keys=0)))

@@ -212,6 +212,9 @@ def test_every_page_renders_and_escapes_hostile_text(serve: Any) -> None:
         assert status == 200, (path, body)
         assert "<script>" not in body, path
         assert "script-src" not in headers["content-security-policy"]  # so: no script
+    body = get(url + "/")[1]
+    assert 'value="25.0"' in body and "ETA 15.0 s" in body and "orders" in body
+    assert '<meta http-equiv="refresh" content="2">' in body  # while loading
     status, body, _ = get(url + "/catalog/sales/orders?q=script")
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in body
     assert get(url + "/catalog/sales/nope")[0] == 404
