@@ -15,9 +15,11 @@ route runs; ``POST /log_level`` also needs the admin role and a same-origin requ
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import threading
+import time
 from collections import OrderedDict
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
@@ -80,13 +82,20 @@ def _int(request: Request, name: str, default: int, high: int) -> int:
 
 
 def make_app(
-    sources: Sources, access: Access, *, max_renders: int = 2, render_wait_s: float = 10.0
+    sources: Sources,
+    access: Access,
+    *,
+    max_renders: int = 2,
+    render_wait_s: float = 10.0,
+    max_pages_per_s: float = 100.0,
 ) -> ASGIApp:
     """The application: every route of the status page over ``sources``.
 
     At most ``max_renders`` pages are built at once (decoding and rendering are Python
     work that holds the GIL, which the server thread needs too): the others wait,
-    blocked and so not competing for the GIL, up to ``render_wait_s`` (then 503).
+    blocked and so not competing for the GIL, up to ``render_wait_s`` (then 503); at
+    most ``max_pages_per_s`` requests are served a second (:class:`Pace`; the probes
+    are never paced).
     """
     env = _templates()
     renders = threading.BoundedSemaphore(max_renders)
@@ -226,7 +235,7 @@ def make_app(
         Route("/metrics", metrics),
         Route("/log_level", log_level, methods=["GET", "POST"]),
     ]
-    return AuthMiddleware(Starlette(routes=routes), access)
+    return AuthMiddleware(Starlette(routes=routes), access, Pace(max_pages_per_s, 20))
 
 
 class Built:
@@ -255,17 +264,41 @@ def _same_origin(request: Request) -> bool:
     return urlsplit(origin).netloc == request.headers.get("host")
 
 
+class Pace:
+    """A token bucket: at most ``rate`` requests a second (bursts of ``burst``) from all
+    clients together; a request beyond it waits on the event loop (a sleep, not a
+    thread), so however many clients loop, the web's share of the CPU, and of the GIL
+    the server thread needs, stays bounded. Used by the event loop's thread only."""
+
+    def __init__(self, rate: float, burst: float, clock: Any = time.monotonic) -> None:
+        self.rate, self.burst, self._clock = rate, burst, clock
+        self._tokens, self._at = burst, clock()
+
+    def delay(self) -> float:
+        """Take a token; returns how long to wait before serving (0: at once)."""
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+
+
 class AuthMiddleware:
     """Refuses (401) an HTTP request without an accepted token, except the probes';
-    puts the :class:`~catalogd.web.access.Principal` in ``scope["principal"]``."""
+    puts the :class:`~catalogd.web.access.Principal` in ``scope["principal"]``; paces
+    requests (:class:`Pace`)."""
 
-    def __init__(self, app: ASGIApp, access: Access) -> None:
-        self.app, self.access = app, access
+    def __init__(self, app: ASGIApp, access: Access, pace: Pace | None = None) -> None:
+        self.app, self.access, self.pace = app, access, pace
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.pace is not None and scope["path"] not in OPEN_PATHS:
+            wait = self.pace.delay()
+            if wait > 0:
+                await asyncio.sleep(wait)
         header = None
         for name, value in scope.get("headers", []):
             if name == b"authorization":
