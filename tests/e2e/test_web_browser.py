@@ -3,7 +3,10 @@
 reading a real Hive Metastore: every page loads, links lead from ``/`` to a
 partition, the progress bar moves while a catalog loads, hostile text stays text
 (no script runs), and screenshots are kept in ``build/screenshots`` (CI artefacts;
-``CATALOGD_SCREENSHOTS`` overrides the folder)."""
+``CATALOGD_SCREENSHOTS`` overrides the folder). Selenium, not the DevTools protocol
+by hand: Debian's chromium-driver matches its chromium, and WebDriver gives clicks,
+element text and screenshots in a few calls; the driver's path is given, so selenium
+never downloads anything."""
 
 from __future__ import annotations
 

@@ -4,9 +4,14 @@ HTML, a partitioned table of any size, and many small tables."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from typing import Any
+
 import idl
 from catalogd.conversion.objects import database_objects, encode_all, table_objects
 from catalogd.core.catalog import Catalog
+from catalogd.state.values import AuditRecord
+from catalogd.web.census import Census, Counted
 
 hms = idl.hive_metastore
 
@@ -104,3 +109,54 @@ def build(
             more.update(table_objects(_table(db, f"t{i:05d}", keys=0)))
         catalog.commit(encode_all(more))
     return catalog
+
+
+class FakeSources:
+    """The pages' sources over an in-memory catalog (no server thread)."""
+
+    def __init__(self, catalog: Catalog, *, started: bool = True, role: str | None = None):
+        self.catalog, self._started, self._role = catalog, started, role
+
+    def read(self, fn: Any) -> Any:
+        return fn(self.catalog)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "version": self.catalog.version,
+            "service_id": "abc",
+            "objects": self.catalog.counts_by_type(),
+            "loading": {
+                "done": False,
+                "tables_loaded": 3,
+                "tables_known": 4,
+                "partitions_loaded": 50,
+                "partitions_known": 200,
+                "tables_per_s": 1.0,
+                "partitions_per_s": 10.0,
+                "elapsed_s": 5.0,
+                "eta_s": 15.0,
+            },
+            "hms": {"address": "thrift://h:9083", "healthy": True},
+            "subscribers": {
+                EVIL: {"applied_version": 3, "last_report_age_s": 0.5, "live": True, "key": None}
+            },
+        }
+
+    def ha(self) -> dict[str, Any] | None:
+        return {"role": self._role, "epoch": 7, "active": {}} if self._role else None
+
+    def census(self) -> Counted:
+        return Census(self.read, chunk=100).sweep()
+
+    def audit(self, limit: int) -> list[Any]:
+        at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        return [AuditRecord(1, at, "refresh", {"table": EVIL}, "alice", "ok", 12)]
+
+    def metrics_text(self) -> bytes:
+        return b"catalogd_catalog_version 1\n"
+
+    def memory(self) -> dict[str, int | None]:
+        return {"rss": 1 << 20}
+
+    def started(self) -> bool:
+        return self._started

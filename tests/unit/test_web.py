@@ -9,17 +9,15 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.web_catalog import EVIL, build
+from support.web_catalog import EVIL, FakeSources, build
 
 from catalogd.config import ConfigError
 from catalogd.core.catalog import Catalog
 from catalogd.security.policy import web_exposure
-from catalogd.state.values import AuditRecord
 from catalogd.web import pages, reads, views
 from catalogd.web.access import Access, load_tokens
 from catalogd.web.app import make_app
@@ -38,57 +36,6 @@ def catalog() -> Catalog:
 
 def read_of(catalog: Catalog) -> Any:
     return lambda fn: fn(catalog)
-
-
-class FakeSources:
-    """The pages' sources over an in-memory catalog (no server thread)."""
-
-    def __init__(self, catalog: Catalog, *, started: bool = True, role: str | None = None):
-        self.catalog, self._started, self._role = catalog, started, role
-
-    def read(self, fn: Any) -> Any:
-        return fn(self.catalog)
-
-    def status(self) -> dict[str, Any]:
-        return {
-            "version": self.catalog.version,
-            "service_id": "abc",
-            "objects": self.catalog.counts_by_type(),
-            "loading": {
-                "done": False,
-                "tables_loaded": 3,
-                "tables_known": 4,
-                "partitions_loaded": 50,
-                "partitions_known": 200,
-                "tables_per_s": 1.0,
-                "partitions_per_s": 10.0,
-                "elapsed_s": 5.0,
-                "eta_s": 15.0,
-            },
-            "hms": {"address": "thrift://h:9083", "healthy": True},
-            "subscribers": {
-                EVIL: {"applied_version": 3, "last_report_age_s": 0.5, "live": True, "key": None}
-            },
-        }
-
-    def ha(self) -> dict[str, Any] | None:
-        return {"role": self._role, "epoch": 7, "active": {}} if self._role else None
-
-    def census(self) -> Counted:
-        return Census(self.read, chunk=100).sweep()
-
-    def audit(self, limit: int) -> list[Any]:
-        at = datetime(2026, 1, 1, tzinfo=timezone.utc)
-        return [AuditRecord(1, at, "refresh", {"table": EVIL}, "alice", "ok", 12)]
-
-    def metrics_text(self) -> bytes:
-        return b"catalogd_catalog_version 1\n"
-
-    def memory(self) -> dict[str, int | None]:
-        return {"rss": 1 << 20}
-
-    def started(self) -> bool:
-        return self._started
 
 
 @pytest.fixture
