@@ -90,7 +90,9 @@ class Security:
         assert sec.server_key and sec.subscriber_keys and sec.admin_keys  # config checks it
         keys = load_server_keys(sec.server_key)
         context = zmq.Context()
-        security = cls(context=context, curve=CurveServer(keys.public, keys.secret))
+        security = cls(
+            context=context, curve=CurveServer(keys.public, keys.secret), warning=warning
+        )
         authenticator = KeyAuthenticator(
             context,
             {SUBSCRIBERS: sec.subscriber_keys, ADMIN: sec.admin_keys},

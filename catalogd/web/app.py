@@ -22,7 +22,7 @@ import threading
 import time
 from collections import OrderedDict
 from typing import Any, Protocol
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
@@ -144,7 +144,7 @@ def make_app(
             found = sources.read(lambda c: reads.find_tables(c, q))
             if len(found) == 1:
                 db, table = found[0]
-                return RedirectResponse(f"/catalog/{db}/{table}", 303)
+                return RedirectResponse(f"/catalog/{quote(db)}/{quote(table)}", 303)
         return html("catalog.html", {**context, "q": q, "found": found})
 
     @guarded

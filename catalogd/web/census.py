@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from catalogd.core.catalog import Catalog
@@ -38,7 +38,6 @@ class Counted:
     catalog_bytes: int = 0
     seconds: float = 0.0
     done: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def heads(catalog: Catalog, db: str) -> list[tuple[str, int, int]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from contextlib import ExitStack
 from typing import Any
 
@@ -40,8 +41,6 @@ def start_web(config: Config, stack: ExitStack, parts: Any) -> WebServer | None:
     dead_after = 3 * config.server.heartbeat_interval_s + 1.0
 
     def status() -> dict[str, Any]:
-        import time
-
         now = time.time()
         live = {c: s for c, s in dict(server.stats.subscribers).items() if now - s[1] < dead_after}
         return status_detail(server, parts.loader, info, live)

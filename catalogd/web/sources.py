@@ -17,6 +17,7 @@ the daemon's parts:
 
 from __future__ import annotations
 
+import resource
 import threading
 import time
 from collections.abc import Callable
@@ -38,8 +39,6 @@ def rss_bytes() -> int | None:
             pages = int(statm.read().split()[1])
     except (OSError, ValueError, IndexError):
         return None
-    import resource
-
     return pages * resource.getpagesize()
 
 
