@@ -138,8 +138,15 @@ def test_pages_in_a_browser(hms: EmbeddedMetastore, tmp_path: Path, browser: Any
         assert seen == sorted(seen)
         server.wait_loaded()
         time.sleep(1.5)  # the overview's status is at most a second old
-        browser.get(server.web_url + "/")
+        deadline = time.monotonic() + 30  # the largest tables are counted in the background
+        while time.monotonic() < deadline:
+            browser.get(server.web_url + "/")
+            top = browser.find_element(By.ID, "top-partitions").text
+            if f"{BIG}.t" in top and " 200 " in top:
+                break
+            time.sleep(0.5)
         assert "Load done" in browser.page_source
+        assert " 200 " in browser.find_element(By.ID, "top-partitions").text
         shot(browser, "overview")
 
         # From / to a partition by links only.
