@@ -73,7 +73,7 @@ class Node:
         self.command = [
             sys.executable, "-m", "catalogd.cli", "serve", "--hms", hms_uri,
             "--bind", self.endpoint, "--pub-bind", "tcp://127.0.0.1:*",
-            "--admin-bind", self.admin, "--data-dir", str(self.dir),
+            "--admin-bind", self.admin, "--web-bind", "127.0.0.1:0", "--data-dir", str(self.dir),
             "--change-detection", "off", *extra,
         ]  # fmt: skip
         self.proc: subprocess.Popen[bytes] | None = None

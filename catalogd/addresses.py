@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_ADMIN_PORT",
     "DEFAULT_EMBEDDED_HMS_PORT",
     "DEFAULT_PORT",
+    "DEFAULT_WEB_PORT",
     "free_port",
     "next_port_endpoint",
     "parse_metastore_uri",
@@ -29,6 +30,9 @@ DEFAULT_EMBEDDED_HMS_PORT = 26503
 """The embedded Hive Metastore's port: next to catalogd's own three, so it is stable
 across restarts (a sidecar endpoint keeps its ``--upstream``) and clear of 9083, the
 port a real HMS and ``python -m subscriber metastore --listen`` default to."""
+DEFAULT_WEB_PORT = 26504
+"""The web status page's port (issue 27 asked for 26503, which the embedded HMS
+already had: the next free one)."""
 
 
 def parse_metastore_uri(uri: str) -> tuple[str, int]:

@@ -52,6 +52,7 @@ from catalogd.config_schema import (  # noqa: F401 - re-exported: callers import
     MetricsConfig,
     SecurityConfig,
     StateConfig,
+    WebConfig,
 )
 
 try:

@@ -20,6 +20,7 @@ from catalogd.addresses import (
     DEFAULT_ADMIN_PORT,
     DEFAULT_EMBEDDED_HMS_PORT,
     DEFAULT_PORT,
+    DEFAULT_WEB_PORT,
     parse_metastore_uri,
 )
 from subscriber.protocol.errors import InvalidRequestError
@@ -105,6 +106,17 @@ class MetricsConfig:
 
 
 @dataclass(frozen=True)
+class WebConfig:
+    """The web status page (catalogd.web). Non-loopback needs ``tls_cert``, ``tls_key``
+    and ``tokens`` (or ``server.insecure``)."""
+
+    bind: str | None = f"127.0.0.1:{DEFAULT_WEB_PORT}"  # None: off
+    tls_cert: Path | None = None  # PEM certificate chain: serve HTTPS
+    tls_key: Path | None = None  # its PEM private key (mode 0600)
+    tokens: Path | None = None  # file of "NAME ROLE TOKEN" lines (ROLE: read or admin)
+
+
+@dataclass(frozen=True)
 class HaConfig:
     enabled: bool = False  # active/standby through a lease in the (shared) state store
     lease_s: float = 3.0
@@ -128,6 +140,7 @@ class Config:
     metrics: MetricsConfig = MetricsConfig()
     security: SecurityConfig = SecurityConfig()
     ha: HaConfig = HaConfig()
+    web: WebConfig = WebConfig()
 
 
 # -- value checks: typed value in, normalized value out, ValueError when impossible
@@ -226,6 +239,12 @@ def _metrics_bind(value: str) -> str | None:
     return value or None
 
 
+def _web_bind(value: str) -> str | None:
+    if value in ("", "off"):
+        return None
+    return _metrics_bind(value)
+
+
 @dataclass(frozen=True)
 class Key:
     """One configuration key: its spellings in each source and what it accepts.
@@ -273,7 +292,9 @@ _EMBEDDED_VERSION = (
 )
 _DETECTION = "one of " + ", ".join(f'"{mode}"' for mode in DETECTION_MODES)
 _METRICS = 'HOST:PORT (PORT 0-65535, 0 picks a free one), or "" for no metrics'
+_WEB = 'HOST:PORT (PORT 0-65535, 0 picks a free one), or "off"'
 _METAVARS = {
+    _WEB: "HOST:PORT",
     _SECONDS: "SECONDS",
     _ZMQ: "URI",
     _ZMQ + ' or ""': "URI",
@@ -293,6 +314,9 @@ _METAVARS = {
     "security.server_key": "FILE",
     "security.subscriber_keys": "DIR",
     "security.admin_keys": "DIR",
+    "web.tls_cert": "FILE",
+    "web.tls_key": "FILE",
+    "web.tokens": "FILE",
 }
 # fmt: off
 KEYS: tuple[Key, ...] = (
@@ -345,5 +369,10 @@ KEYS: tuple[Key, ...] = (
     Key("ha.renew_interval_s", float, _positive, _SECONDS, "--ha-renew-interval"),
     Key("ha.advertise", str, _zmq(True), _ZMQ + ' or ""', "--ha-advertise"),
     Key("ha.advertise_admin", str, _zmq(True), _ZMQ + ' or ""', "--ha-advertise-admin"),
+    Key("web.bind", str, _web_bind, _WEB, "--web-bind"),
+    Key("web.tls_cert", str, _optional_path, 'a PEM certificate file, or ""', "--web-tls-cert"),
+    Key("web.tls_key", str, _optional_path, 'a PEM private key file, or ""', "--web-tls-key"),
+    Key("web.tokens", str, _optional_path, 'a file of "NAME ROLE TOKEN" lines, or ""',
+        "--web-tokens"),
 )
 # fmt: on

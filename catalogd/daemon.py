@@ -114,6 +114,7 @@ def _serve(
         daemon.start_serving()
         daemon.start_admin()
         daemon.start_detection()
+        daemon.start_web()
         signals.interrupting = False  # started: from here a stop is graceful
         daemon.announce(daemon.take_over_if_standby())
         supervise(daemon.supervised(reload_config))

@@ -33,6 +33,10 @@ def listen_addresses(config: Config) -> Iterator[tuple[str, str, int]]:
         host, _, port = config.metrics.bind.rpartition(":")
         if port.isdigit() and int(port) > 0:
             yield "--metrics-bind", host, int(port)
+    if config.web.bind:
+        host, _, port = config.web.bind.rpartition(":")
+        if port.isdigit() and int(port) > 0:
+            yield "--web-bind", host, int(port)
 
 
 def check_addresses(config: Config) -> None:

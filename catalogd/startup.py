@@ -45,6 +45,7 @@ from catalogd.state.schema import private_sqlite_file
 from catalogd.state.store import StateStore
 from catalogd.status import read_shape, status_line
 from catalogd.supervision import Signals, Supervised, take_over
+from catalogd.web.daemon import start_web
 from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import CatalogError
 
@@ -272,6 +273,11 @@ class Startup:
                 max_listings=config.files.max_listings_per_interval,
             ).start()
             self.stack.callback(files.close)
+
+    def start_web(self) -> None:
+        """The web status page (``--web-bind``), before a standby waits: a standby's
+        page answers ``/healthz`` (healthy) and ``/readyz`` (not ready)."""
+        self.web = start_web(self.config, self.stack, self)
 
     def take_over_if_standby(self) -> int:
         """With HA: wait as a standby until active. Returns the version published

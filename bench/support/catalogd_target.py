@@ -31,6 +31,7 @@ class Catalogd:
         self.command = [
             sys.executable, "-m", "catalogd.cli", "serve", "--hms", hms_uri,
             "--bind", self.endpoint, "--pub-bind", self.pub, "--admin-bind", self.admin,
+            "--web-bind", "127.0.0.1:0",
             "--data-dir", str(data_dir), "--heartbeat-interval", str(heartbeat_s),
         ]  # fmt: skip
         self.log = data_dir / "catalogd.log"

@@ -3,7 +3,9 @@
 Loopback-only stays zero-configuration. Anything else (a LAN address, ``0.0.0.0``,
 ``*``, a host name) exposes the catalog, so it needs CURVE keys, or an explicit
 ``--insecure`` (config ``server.insecure = true``) which then earns a warning at
-start and in ``admin status``.
+start and in ``admin status``. The web status page (:func:`web_exposure`) follows the
+same rule with its own credentials: HTTPS (``web.tls_cert``, ``web.tls_key``) plus
+bearer tokens (``web.tokens``).
 """
 
 from __future__ import annotations
@@ -51,3 +53,28 @@ def exposure(binds: list[str], *, keys: bool, insecure: bool) -> str | None:
         f"INSECURE: listening on {', '.join(exposed)} without authentication or encryption "
         "(server.insecure): anyone who can reach it can read the catalog and run admin commands"
     )
+
+
+WEB_SETTINGS = (
+    "web.tls_cert (--web-tls-cert), web.tls_key (--web-tls-key) and web.tokens (--web-tokens)"
+)
+
+
+def web_exposure(bind: str | None, *, tls: bool, tokens: bool, insecure: bool) -> str | None:
+    """Check the web page's ``HOST:PORT``; return a warning to log and show, or None.
+
+    Loopback needs nothing (tokens, when given, are still required). Anything else
+    needs HTTPS and tokens: a token sent in clear text would be no protection.
+
+    Raises:
+        ConfigError: a non-loopback bind without TLS and tokens, and not ``insecure``.
+    """
+    if not bind or is_loopback(bind) or (tls and tokens):
+        return None
+    if not insecure:
+        raise ConfigError(
+            f"refusing to serve the web status page on {bind} without TLS and tokens: "
+            f"anyone who can reach it could browse the catalog. Configure {WEB_SETTINGS}, "
+            "bind it to loopback, or pass --insecure (server.insecure = true)"
+        )
+    return f"INSECURE: web status page on {bind} without TLS and tokens (server.insecure)"

@@ -26,7 +26,7 @@ from catalogd.config import Config
 from catalogd.security.authenticator import ADMIN, SUBSCRIBERS, KeyAuthenticator
 from catalogd.security.curve import CurveServer
 from catalogd.security.keys import load_server_keys
-from catalogd.security.policy import exposure
+from catalogd.security.policy import exposure, web_exposure
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,14 @@ class Security:
         sec = config.security
         binds = [config.server.bind, config.server.pub_bind or "", config.server.admin_bind]
         warning = exposure(binds, keys=sec.enabled, insecure=config.server.insecure)
+        web = config.web
+        web_warning = web_exposure(
+            web.bind,
+            tls=web.tls_cert is not None and web.tls_key is not None,
+            tokens=web.tokens is not None,
+            insecure=config.server.insecure,
+        )
+        warning = "; ".join(w for w in (warning, web_warning) if w) or None
         if warning:
             log.warning("%s", warning)
         if not sec.enabled:
@@ -82,7 +90,9 @@ class Security:
         assert sec.server_key and sec.subscriber_keys and sec.admin_keys  # config checks it
         keys = load_server_keys(sec.server_key)
         context = zmq.Context()
-        security = cls(context=context, curve=CurveServer(keys.public, keys.secret))
+        security = cls(
+            context=context, curve=CurveServer(keys.public, keys.secret), warning=warning
+        )
         authenticator = KeyAuthenticator(
             context,
             {SUBSCRIBERS: sec.subscriber_keys, ADMIN: sec.admin_keys},

@@ -91,6 +91,8 @@ def serve(data_dir: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str]
         args += ["--bind", f"tcp://127.0.0.1:{free_port()}"]
     if "--admin-bind" not in extra:
         args += ["--admin-bind", f"tcp://127.0.0.1:{free_port()}"]
+    if "--web-bind" not in extra:
+        args += ["--web-bind", "127.0.0.1:0"]
     return run("catalogd.cli", "serve", *args, *extra)
 
 

@@ -130,6 +130,8 @@ def test_serve_with_no_hms_runs_an_embedded_one_that_logs_events(tmp_path: Path)
         "tcp://127.0.0.1:*",
         "--admin-bind",
         f"tcp://127.0.0.1:{admin_port}",
+        "--web-bind",
+        "127.0.0.1:0",
         "--poll-interval",
         str(POLL_INTERVAL),
     ]

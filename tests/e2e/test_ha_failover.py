@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import secrets
 import shutil
@@ -32,6 +33,8 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -399,6 +402,15 @@ def test_state_database_server_restarted_under_both(
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _probe(url: str) -> tuple[int, str]:
+    """(HTTP status, role) of a web probe."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, json.loads(response.read())["role"]
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())["role"]
+
+
 def test_sigterm_hands_over_without_waiting_for_expiry(
     hms: Any,  # noqa: ANN401
     hms_db: str,
@@ -430,6 +442,10 @@ def test_sigterm_hands_over_without_waiting_for_expiry(
         # The standby serves nothing that could diverge: its subscriber port is closed.
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", b.port), timeout=2).close()
+        # Its web page answers the probes: healthy, not ready (the active is ready).
+        assert _probe(b.web_url + "/healthz") == (200, "standby")
+        assert _probe(b.web_url + "/readyz") == (503, "standby")
+        assert _probe(a.web_url + "/readyz") == (200, "active")
         # The standby forwards admin commands: the CLI follows it to the active.
         code, answer, _ = b.admin("cache-pool", "add", "via_standby")
         assert code == 0, answer
@@ -439,6 +455,7 @@ def test_sigterm_hands_over_without_waiting_for_expiry(
         assert time.monotonic() - started < 15  # far below the 30 s lease
         assert "HA lease released" in a.log_path.read_text()
         wait_until(lambda: notified("STATUS=active (epoch 2)"), what="STATUS active")
+        assert _probe(b.web_url + "/readyz") == (200, "active")
     finally:
         notify.close()
         a.kill()

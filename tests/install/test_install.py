@@ -70,6 +70,8 @@ def _serve(bin_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         "tcp://127.0.0.1:*",
         "--admin-bind",
         f"tcp://127.0.0.1:{free_port()}",
+        "--web-bind",
+        "127.0.0.1:0",
         cwd=tmp_path,
         timeout=60,
     )
@@ -139,7 +141,8 @@ def test_subscriber_installs_with_pyzmq_and_thriftpy2_only(
     script = textwrap.dedent(
         f"""
         import importlib.util, sys
-        for name in ("sqlalchemy", "pyspark", "prometheus_client", "sdnotify"):
+        for name in ("sqlalchemy", "pyspark", "prometheus_client", "sdnotify", "uvicorn",
+                     "starlette", "jinja2"):
             assert importlib.util.find_spec(name) is None, name + " is installed"
         from subscriber import CatalogSubscriber, NotFoundError, read_table
         with CatalogSubscriber({server.endpoint!r}) as sub:

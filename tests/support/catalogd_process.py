@@ -43,6 +43,8 @@ class CatalogdProcess:
         self.endpoint = f"tcp://127.0.0.1:{self.port}"
         self.admin_port = free_port()
         self.admin_endpoint = f"tcp://127.0.0.1:{self.admin_port}"
+        self.web_port = free_port()
+        self.web_url = f"http://127.0.0.1:{self.web_port}"
         self.extra = extra or []
         self.env = {**os.environ, **(env or {})}
         self.log_path = data_dir / "catalogd.log"
@@ -75,6 +77,8 @@ class CatalogdProcess:
             self.admin_endpoint,
             *self.extra,
         ]
+        if "--web-bind" not in self.extra:
+            cmd += ["--web-bind", f"127.0.0.1:{self.web_port}"]  # never the default port
         if not self.hms_uri and "--embedded-hms-port" not in self.extra:
             cmd += ["--embedded-hms-port", "0"]  # tests: a free port, never the default
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env)
