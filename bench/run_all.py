@@ -64,6 +64,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
         "--partitions", "100", "--files", "10", "--rows", "1000000", "--repeat", "2"]),
     "listing": ("listing_bench.py", [], ["--dirs", "10,100,1000", "--repeat", "2"]),
     "failover": ("failover_bench.py", [], ["--quick"]),
+    "join": ("join_bench.py", [], ["--rounds", "50"]),
     "curve": ("curve_bench.py", [], [
         "--subscribers", "1,10", "--changes", "50", "--rate", "20",
         "--tables", "100", "--partitions", "100"]),
