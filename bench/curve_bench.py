@@ -45,6 +45,7 @@ import zmq
 from support import synthetic
 from support.measure import Result, add_output_argument, cpu_note, finish, summarize
 
+from catalogd.security import contexts
 from catalogd.security.authenticator import ADMIN, SUBSCRIBERS, KeyAuthenticator
 from catalogd.security.curve import CurveServer
 from catalogd.security.keys import generate, load_server_keys
@@ -97,7 +98,7 @@ def serving(mode: str, keys: Path, catalog: Iterator[dict[str, bytes]]) -> Itera
         server.close()
         if authenticator is not None:
             authenticator.stop()
-        context.destroy(linger=0)
+        contexts.end(context)  # the daemon's own order and bound (Security.close)
 
 
 def subscriber_keys(mode: str, keys: Path) -> dict[str, Any]:

@@ -71,6 +71,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "capture": ("capture_bench.py", [], ["--tables", "10"]),
     "fetch_storm": ("fetch_storm.py", [], ["--tables", "10", "--clients", "10", "--seconds", "3"]),
     "web": ("web_bench.py", [], ["--partitions", "10000", "--tables", "100", "--seconds", "3"]),
+    "join": ("join_bench.py", [], ["--rounds", "50"]),
     "curve": ("curve_bench.py", [], [
         "--subscribers", "1,10", "--changes", "50", "--rate", "20",
         "--tables", "100", "--partitions", "100"]),

@@ -105,6 +105,12 @@ struct TWelcome {
   // metastore database directly (--hms-db without --hms), and from catalogd
   // before this field existed. An HMS endpoint forwards to it by default.
   7: optional string hms_uri
+  // The whole snapshot of the hello's selection at `version`, when it is small
+  // (none, or a few objects: an empty catalog, a filter that selects little), so
+  // the subscriber needs no snapshot request: it installs these entries once its
+  // SUB socket is live and catches up from `version`. Unset when the selection is
+  // larger, and from catalogd before this field existed.
+  8: optional list<TCatalogEntry> snapshot
 }
 
 struct TSnapshotRequest {

@@ -10,7 +10,12 @@ path is testable in microseconds.
 Protocol (the ZeroMQ guide's Clone pattern, hardened):
 
 1. ``JOINING``: the SUB socket is subscribed; wait until *anything* arrives on
-   it, which proves the subscription is live (closes the slow-joiner race).
+   it, which proves the subscription is live (closes the slow-joiner race;
+   catalogd publishes a heartbeat the moment a subscription reaches it). When
+   the welcome carried the whole snapshot (a small selection at version V), that
+   first message installs it and is then handled as in ``SYNCED``: anything
+   published after V and before the SUB was live shows as a gap (a heartbeat or
+   delta ahead of V) and is caught up, so no snapshot request is needed.
 2. ``SNAPSHOTTING``: ask for a snapshot and buffer every delta meanwhile. The
    answer comes in chunks numbered from 0, then an end that states the entry
    and chunk counts; a chunk out of order, an undecodable answer or counts
@@ -52,7 +57,14 @@ from subscriber.cache import CatalogCache, ChangeEvent
 from subscriber.phases import Event, Phase, next_phase
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.keys import GLOBAL
-from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, SnapshotEnd
+from subscriber.protocol.messages import (
+    Commit,
+    DeltaPart,
+    Heartbeat,
+    SnapshotChunk,
+    SnapshotEnd,
+    Welcome,
+)
 
 # -- outputs ---------------------------------------------------------------------
 
@@ -144,6 +156,7 @@ class SyncMachine:
         self._pending: dict[tuple[str, int, int], _Pending] = {}
         self._buffer: list[tuple[str, Delta]] = []  # (service id, delta) while not synced
         self._assembly: _Assembly | None = None  # the snapshot asked for, while it arrives
+        self._offer: Welcome | None = None  # a welcome carrying a snapshot, while joining
         self._report_interval = report_interval_s
         self._reported = -1  # the version last reported, and when
         self._reported_at = 0.0
@@ -167,9 +180,12 @@ class SyncMachine:
 
     # -- inputs ---------------------------------------------------------------------
 
-    def on_connected(self, now: float) -> Step:
-        """The transport (re)created its sockets and subscribed."""
+    def on_connected(self, now: float, welcome: Welcome | None = None) -> Step:
+        """The transport (re)created its sockets and subscribed, after ``welcome``: when
+        it carries a snapshot, the first message of its service installs that instead of
+        asking for one."""
         self._enter(Event.CONNECTED)
+        self._offer = welcome if welcome is not None and welcome.snapshot is not None else None
         self._pending.clear()
         self._buffer.clear()
         self._assembly = None
@@ -214,8 +230,12 @@ class SyncMachine:
         self, service_id: str, version: int, entries: Iterable[Entry], now: float
     ) -> Step:
         """A complete snapshot (:meth:`on_snapshot_end` checked its counts)."""
+        return self._report_if_due(self._install(service_id, version, entries, now), now)
+
+    def _install(self, service_id: str, version: int, entries: Iterable[Entry], now: float) -> Step:
         step = Step(installed=True)
         self._assembly = None
+        self._offer = None
         same_service = service_id == self.cache.view.service_id
         self._announced = max(version, self._announced) if same_service else version
         self._service_id = service_id
@@ -223,7 +243,7 @@ class SyncMachine:
         self._enter(Event.SNAPSHOT_INSTALLED)
         self.stale = False
         self._requested_at = None
-        return self._report_if_due(self._drain(step, now), now)
+        return self._drain(step, now)
 
     def on_catch_up(self, delta: Delta, now: float) -> Step:
         """The server's answer to a catch-up request (already filtered to our databases)."""
@@ -264,6 +284,8 @@ class SyncMachine:
             inline = Commit(part.service_id, part.from_version, part.to_version, part.counts)
             committed = self._commit(inline, now)
             committed.dropped += step.dropped
+            committed.installed |= step.installed  # the welcome's snapshot, just now
+            committed.events[:0] = step.events
             return committed
         return step
 
@@ -333,8 +355,12 @@ class SyncMachine:
         step = Step()
         self._last_heard = now
         if self.phase is Phase.JOINING:
-            # The first message proves the subscription is live. After a
-            # reconnect to the same service a catch-up is enough.
+            # The first message proves the subscription is live. The welcome's
+            # snapshot needs no request; after a reconnect to the same service a
+            # catch-up is enough.
+            offer = self._offer
+            if offer is not None and offer.snapshot is not None and offer.service_id == service_id:
+                return self._install(service_id, offer.version, offer.snapshot, now)
             if service_id == self._service_id == self.cache.view.service_id:
                 return self._catch_up(step, now)
             return self._snapshot(step, now)

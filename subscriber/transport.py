@@ -210,7 +210,7 @@ class SubscriberTransport:
                 sub.setsockopt(zmq.SUBSCRIBE, prefix)
             sub.connect(self._pub_endpoint(welcome.pub_endpoint))
             self._dealer = dealer
-            self._handle(self.machine.on_connected(time.monotonic()))
+            self._handle(self.machine.on_connected(time.monotonic(), welcome))
             self._serve(dealer, sub)
             if self._stop.is_set():
                 self._goodbye(dealer)
@@ -287,11 +287,11 @@ class SubscriberTransport:
         poller.register(dealer, zmq.POLLIN)
         poller.register(sub, zmq.POLLIN)
         poller.register(self._monitor, zmq.POLLIN)
-        last_hello = 0.0
+        last_hello = time.monotonic()
         while not self._stop.is_set():
             if self.machine.phase is Phase.JOINING and time.monotonic() - last_hello > 0.1:
-                # Each hello makes catalogd publish a heartbeat soon: the first
-                # one that reaches the SUB proves the subscription is live.
+                # catalogd heartbeats when our subscription arrives; one that predates
+                # that answers each hello with a heartbeat soon: either proves it live.
                 self._send(self._hello())
                 last_hello = time.monotonic()
             ready = dict(poller.poll(int(self.config.tick_s * 1000)))

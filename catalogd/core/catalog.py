@@ -148,6 +148,10 @@ class Catalog:
         """Live keys that belong to database ``db`` (``""`` for global objects)."""
         return frozenset(self._by_database.get(db, ()))
 
+    def size_of_database(self, db: str) -> int:
+        """How many live keys database ``db`` has (``""``: global objects), without copying."""
+        return len(self._by_database.get(db, ()))
+
     def counts_by_type(self) -> dict[str, int]:
         """Live objects per type (``TABLE``, ``HDFS_PARTITION``, ...)."""
         return {kind: n for kind, n in self._counts.items() if n}

@@ -5,6 +5,8 @@
   directory per ZAP domain (``subscribers``, ``admin``), failures counted and logged;
 * :mod:`~catalogd.security.curve` -- a server socket's CURVE options and the
   User-Id (key name) of a received message;
+* :mod:`~catalogd.security.contexts` -- ending the CURVE context within a bound
+  (libzmq can fail to reap a socket there);
 * :mod:`~catalogd.security.policy` -- pure: may catalogd bind these addresses
   with this configuration?
 * :mod:`~catalogd.security.cli` -- ``catalogd keys generate``.

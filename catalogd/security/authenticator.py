@@ -1,8 +1,8 @@
 """The ZAP handler: which public key may connect to which socket, and under what name.
 
-:class:`KeyAuthenticator` is pyzmq's :class:`~zmq.auth.thread.ThreadAuthenticator`
-(its own thread, its own ``inproc://zeromq.zap.01`` socket on the daemon's
-context) configured per ZAP *domain*:
+:class:`KeyAuthenticator` is a pyzmq :class:`~zmq.auth.base.Authenticator` (its
+ZAP request handling and reply format) run on a thread of its own,
+``catalogd-zap``, configured per ZAP *domain*:
 
 * ``subscribers`` -- the subscriber ROUTER and the PUB socket: keys in the
   subscriber key directory;
@@ -13,6 +13,14 @@ A key's User-Id (what the application reads from each message,
 ``frame.get("User-Id")``) is its file name, not the Z85 key, so the audit log and
 ``admin status`` show names. Each socket sets its domain (``zap_domain``); a
 socket with an unknown domain admits nobody.
+
+The thread creates, binds, polls and closes its ``inproc://zeromq.zap.01`` socket
+itself (pyzmq's ``ThreadAuthenticator`` creates and closes it in the caller's
+thread and polls it through asyncio's file-descriptor watching, i.e. two threads
+and libzmq's edge-triggered ``ZMQ_FD`` on one socket); :meth:`stop` asks it to
+close over an inproc pipe and joins it, so when :meth:`stop` returns the ZAP
+socket is closed by the thread that used it. Stop it after the sockets it guards
+are closed, before the context is ended (:func:`catalogd.security.contexts.end`).
 
 Failed authentications (an unknown key) are counted per domain and logged with
 the peer's address, at most one line per address every ``log_every_s`` seconds
@@ -26,6 +34,8 @@ domain's dictionary in one assignment, which the ZAP thread reads whole.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -35,7 +45,7 @@ from typing import Any
 
 import zmq
 import zmq.auth
-from zmq.auth.thread import ThreadAuthenticator
+from zmq.auth.base import Authenticator
 
 from catalogd.security.keys import load_directory
 
@@ -45,7 +55,10 @@ SUBSCRIBERS = "subscribers"
 ADMIN = "admin"
 
 
-class KeyAuthenticator(ThreadAuthenticator):
+ZAP_ENDPOINT = "inproc://zeromq.zap.01"
+
+
+class KeyAuthenticator(Authenticator):
     """ZAP for catalogd's sockets. See the module docstring.
 
     Args:
@@ -80,15 +93,92 @@ class KeyAuthenticator(ThreadAuthenticator):
         self._lock = threading.Lock()  # reload() callers, not the ZAP thread
         self._request: tuple[str, str, bytes] = ("", "", b"")  # (domain, address, key)
         self._on_refused = on_refused
+        self._thread: threading.Thread | None = None
+        self._stopper: zmq.Socket | None = None  # the caller's end of the stop pipe
+        self._stop_endpoint = f"inproc://catalogd-zap-stop-{id(self):x}"
 
-    def start(self) -> None:
-        """Load every directory, then start answering ZAP requests.
+    def start(self, timeout: float = 10.0) -> None:
+        """Load every directory, then start answering ZAP requests (on ``catalogd-zap``).
 
         Raises:
             ConfigError: a directory cannot be read.
+            zmq.ZMQError: the ZAP endpoint cannot be bound (another handler on this
+                context), or the thread did not start within ``timeout``.
         """
         self.reload()
-        super().start()
+        stopper = self.context.socket(zmq.PAIR)
+        stopper.setsockopt(zmq.LINGER, 0)
+        stopper.bind(self._stop_endpoint)
+        started = threading.Event()
+        failure: list[zmq.ZMQError] = []
+        thread = threading.Thread(
+            target=self._run, args=(started, failure), name="catalogd-zap", daemon=True
+        )
+        thread.start()
+        if not started.wait(timeout) or failure:
+            stopper.close(linger=0)
+            thread.join(timeout)
+            raise failure[0] if failure else zmq.ZMQError(zmq.ETIMEDOUT, "ZAP thread not started")
+        self._thread, self._stopper = thread, stopper
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Make the ZAP thread close its socket and end; joins it. Idempotent."""
+        stopper, self._stopper = self._stopper, None
+        if stopper is None:
+            return
+        with contextlib.suppress(zmq.ZMQError):  # the thread is gone already
+            stopper.send(b"stop", zmq.NOBLOCK)
+        if self._thread is not None:
+            self._thread.join(timeout)
+        stopper.close(linger=0)
+
+    def is_alive(self) -> bool:
+        """Is the ZAP thread running?"""
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self, started: threading.Event, failure: list[zmq.ZMQError]) -> None:
+        """The ZAP thread: its sockets are created, used and closed here."""
+        zap = self.context.socket(zmq.REP)
+        stop = self.context.socket(zmq.PAIR)
+        loop = asyncio.new_event_loop()  # handle_zap_message is a coroutine that never waits
+        try:
+            zap.setsockopt(zmq.LINGER, 0)
+            stop.setsockopt(zmq.LINGER, 0)
+            try:
+                zap.bind(ZAP_ENDPOINT)
+                stop.connect(self._stop_endpoint)
+            except zmq.ZMQError as exc:
+                failure.append(exc)
+                return
+            self.zap_socket = zap
+            poller = zmq.Poller()
+            poller.register(zap, zmq.POLLIN)
+            poller.register(stop, zmq.POLLIN)
+            started.set()
+            while True:
+                ready = dict(poller.poll())
+                if stop in ready:
+                    return
+                if zap in ready:
+                    self._answer(loop, zap.recv_multipart())
+        except zmq.ContextTerminated:
+            return  # the context is ending: close and go
+        finally:
+            self.zap_socket = None  # type: ignore[assignment]
+            zap.close(linger=0)
+            stop.close(linger=0)
+            loop.close()
+            started.set()
+
+    def _answer(self, loop: asyncio.AbstractEventLoop, msg: list[bytes]) -> None:
+        """Answer one ZAP request; a failure answers 500, so the REP socket stays in step."""
+        try:
+            loop.run_until_complete(self.handle_zap_message(msg))
+        except Exception:  # noqa: BLE001 - the ZAP thread must keep answering
+            log.exception("ZAP request failed")
+            if len(msg) > 1:
+                with contextlib.suppress(zmq.ZMQError):  # EFSM: the reply went out already
+                    super()._send_zap_reply(msg[1], b"500", b"Internal error")
 
     def reload(self) -> dict[str, set[str]]:
         """Re-read every directory (on SIGHUP). Returns domain -> names no longer allowed.

@@ -23,6 +23,7 @@ from typing import Any
 import zmq
 
 from catalogd.config import Config
+from catalogd.security import contexts
 from catalogd.security.authenticator import ADMIN, SUBSCRIBERS, KeyAuthenticator
 from catalogd.security.curve import CurveServer
 from catalogd.security.keys import load_server_keys
@@ -101,7 +102,7 @@ class Security:
         try:
             authenticator.start()
         except BaseException:
-            context.destroy(linger=0)
+            contexts.end(context)
             raise
         security.authenticator = authenticator
         log.info(
@@ -153,10 +154,11 @@ class Security:
             "auth_failures": self.failures(),
         }
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 5.0) -> None:
         """Stop the ZAP handler and end the context (after the sockets it guards are
-        closed by their threads; any left open are closed here). Idempotent."""
-        if self.authenticator is not None and self.authenticator.is_alive():
+        closed by their threads; any left open are closed here), waiting for libzmq at
+        most ``timeout_s`` (:func:`catalogd.security.contexts.end`). Idempotent."""
+        if self.authenticator is not None:
             self.authenticator.stop()
-        if self.context is not None and not self.context.closed:
-            self.context.destroy(linger=0)
+        if self.context is not None:
+            contexts.end(self.context, timeout_s)

@@ -48,6 +48,10 @@ class ServerConfig:
     """Snapshots queued in all; beyond it a snapshot request is answered BUSY."""
     report_ttl_s: float = 10.0
     """A subscriber that neither joined nor reported for this long is forgotten."""
+    welcome_snapshot_entries: int = 64
+    welcome_snapshot_bytes: int = 64 * 1024
+    """A hello's selection of at most this many entries and payload bytes is sent whole
+    in the welcome (0 entries: only an empty one), so that subscriber skips the snapshot."""
     max_subscribers: int = 10_000
     """Joined connections remembered; the longest silent one makes room."""
     curve: CurveServer | None = None

@@ -8,10 +8,13 @@ plain values) and sends what it says. The catalog is only read here.
 What each command yields:
 
 * ``hello`` -> a ``TWelcome`` (service id, advertised PUB endpoint, version,
-  heartbeat interval, oldest catch-up version, protocol version, and the HMS
-  Thrift URI catalogd reads, when it reads one) and
-  ``early_heartbeat``: a joining subscriber waits for its first SUB message,
-  so a prompt heartbeat saves it up to one interval.
+  heartbeat interval, oldest catch-up version, protocol version, the HMS
+  Thrift URI catalogd reads, when it reads one, and the whole snapshot of the
+  hello's selection when it is small: ``welcome_snapshot_entries`` entries of
+  ``welcome_snapshot_bytes``, so an empty or narrowly filtered subscriber needs
+  no snapshot request). The joining subscriber then waits for its first SUB
+  message, which the server thread sends as soon as its subscription arrives
+  (see :mod:`catalogd.server.thread`), not in answer to the hello.
 * ``snapshot`` -> no immediate response but a :class:`SnapshotJob` to stream
   (entries captured now, see :mod:`catalogd.server.snapshots`).
 * ``catch_up`` -> a ``TDelta`` from the delta log (with ``invalidations``: keys and
@@ -46,7 +49,12 @@ from catalogd.core.catalog import Catalog, DeltaUnavailableError
 from catalogd.server import fetches
 from catalogd.server.config import ServerStats
 from catalogd.server.members import Membership, Report
-from catalogd.server.snapshots import SnapshotJob, snapshot_frames, wanted_databases
+from catalogd.server.snapshots import (
+    SnapshotJob,
+    small_selection,
+    snapshot_frames,
+    wanted_databases,
+)
 from subscriber.protocol import codec, wire
 from subscriber.protocol.delta import Delta
 from subscriber.protocol.errors import ProtocolError
@@ -77,6 +85,9 @@ class ServerState:
     max_catch_up_entries: int
     hms_uri: str | None = None
     """The HMS Thrift URI catalogd reads (None: none, it reads the metastore database)."""
+    welcome_snapshot_entries: int = 0
+    welcome_snapshot_bytes: int = 0
+    """A welcome carries the snapshot when it holds at most this many entries and bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +105,6 @@ class Outcome:
     report: Report | None = None
     join: str | None = None
     """The client id the peer said hello as."""
-    early_heartbeat: bool = False
     counter: Counter | None = None
 
 
@@ -117,9 +127,12 @@ def answer(
     rid = request.request_id
     if request.hello is not None:
         return Outcome(
-            response=svc.TResponse(request_id=rid, status=ok(), welcome=welcome(catalog, state)),
+            response=svc.TResponse(
+                request_id=rid,
+                status=ok(),
+                welcome=welcome(catalog, state, request.hello.databases),
+            ),
             join=request.hello.client_id,
-            early_heartbeat=True,
         )
     if request.snapshot is not None:
         frames = snapshot_frames(
@@ -187,8 +200,8 @@ def decode(body: bytes, *, max_inflated: int, max_list_items: int) -> Any:
     return request
 
 
-def welcome(catalog: Catalog, state: ServerState) -> Any:
-    """The ``TWelcome`` a hello is answered with."""
+def welcome(catalog: Catalog, state: ServerState, databases: list[str] | None = None) -> Any:
+    """The ``TWelcome`` a hello for ``databases`` (None: all) is answered with."""
     return svc.TWelcome(
         service_id=state.service_id,
         pub_endpoint=state.pub_endpoint,
@@ -197,6 +210,12 @@ def welcome(catalog: Catalog, state: ServerState) -> Any:
         oldest_catch_up_version=catalog.floor,
         protocol_version=svc.PROTOCOL_VERSION,
         hms_uri=state.hms_uri,
+        snapshot=small_selection(
+            catalog,
+            databases,
+            max_entries=state.welcome_snapshot_entries,
+            max_bytes=state.welcome_snapshot_bytes,
+        ),
     )
 
 

@@ -40,6 +40,28 @@ def wanted_databases(databases: Iterable[str] | None) -> set[str] | None:
     return None if databases is None else set(databases) | {GLOBAL}
 
 
+def small_selection(
+    catalog: Catalog, databases: list[str] | None, *, max_entries: int, max_bytes: int
+) -> list[Any] | None:
+    """The snapshot of ``databases`` as ``TCatalogEntry`` structs, in version order, when
+    it holds at most ``max_entries`` entries of at most ``max_bytes`` payload bytes in
+    all; None when it is larger. Counts first, so a large catalog costs one lookup per
+    database named, never a scan."""
+    wanted = wanted_databases(databases)
+    if wanted is None:
+        if len(catalog) > max_entries:
+            return None
+        entries = list(catalog.live_entries())
+    else:
+        if sum(catalog.size_of_database(db) for db in wanted) > max_entries:
+            return None
+        found = (catalog.get(key) for db in wanted for key in catalog.keys_of_database(db))
+        entries = sorted((e for e in found if e is not None), key=lambda e: e.version)
+    if sum(len(e.payload or b"") for e in entries) > max_bytes:
+        return None
+    return [wire.entry_to_thrift(e) for e in entries]
+
+
 def snapshot_frames(
     catalog: Catalog,
     *,

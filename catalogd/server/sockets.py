@@ -7,6 +7,12 @@ with sockets it owns; they keep no state of their own.
   ``zmq.Again`` instead of dropping the message silently, and one to a peer
   that is gone raises ``EHOSTUNREACH``. Every send here is non-blocking, so no
   peer can stall the loop.
+* The PUB socket is an XPUB with ``XPUB_VERBOSE``: every subscription a SUB sends
+  (not only a topic's first) is handed to the server thread, *after* libzmq added
+  it to the socket's subscription trie (``xpub_t::xread_activated``), so a message
+  sent once the notification is read reaches that subscriber.
+  :func:`subscriptions` drains them. Inbound frames (subscriptions) are bounded
+  by ``max_request_bytes`` like requests.
 * The PUB socket is bound next to the ROUTER (``bind`` port + 1) unless
   ``pub_bind`` says otherwise; both are closed again if either bind fails.
 * With ``config.curve`` both are CURVE servers in the ``subscribers`` ZAP
@@ -33,6 +39,10 @@ from subscriber.protocol import codec
 log = logging.getLogger(__name__)
 
 
+JOIN_BEAT_SPACING_S = 0.001
+"""A heartbeat answering new subscriptions follows the previous heartbeat by at least this."""
+
+
 @dataclass(frozen=True, slots=True)
 class Bound:
     """The bound sockets and the endpoints they ended up on."""
@@ -52,12 +62,14 @@ def bind(context: zmq.Context, config: ServerConfig) -> Bound:
         zmq.ZMQError: an address could not be bound (nothing is left open).
     """
     router = context.socket(zmq.ROUTER)
-    pub = context.socket(zmq.PUB)
+    pub = context.socket(zmq.XPUB)
     try:
         router.setsockopt(zmq.ROUTER_MANDATORY, 1)
         router.setsockopt(zmq.MAXMSGSIZE, config.max_request_bytes)
         router.setsockopt(zmq.LINGER, 0)
         pub.setsockopt(zmq.SNDHWM, config.pub_hwm)
+        pub.setsockopt(zmq.XPUB_VERBOSE, 1)
+        pub.setsockopt(zmq.MAXMSGSIZE, config.max_request_bytes)
         curve.apply(router, config.curve)
         curve.apply(pub, config.curve)
         router.bind(config.bind)
@@ -96,6 +108,20 @@ def rebind(
             if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)  # the I/O thread has not released the port yet
+
+
+def subscriptions(pub: zmq.Socket, limit: int) -> int:
+    """Read up to ``limit`` subscription notifications from the XPUB ``pub``; returns how
+    many were subscribes (``0x01`` + prefix; unsubscribes, ``0x00``, are only drained).
+    Each one is already in effect: a message published now reaches its subscriber."""
+    subscribed = 0
+    for _ in range(limit):
+        try:
+            frame = pub.recv(zmq.NOBLOCK)
+        except zmq.Again:
+            break
+        subscribed += frame[:1] == b"\x01"
+    return subscribed
 
 
 def advertised_endpoint(pub_endpoint: str, advertise_host: str | None) -> str:

@@ -1,13 +1,14 @@
 """catalogd's broadcast server: the thread that owns the catalog and its sockets.
 
 One thread (``catalogd-server``) owns the :class:`~catalogd.core.catalog.Catalog`, the
-PUB socket (deltas, heartbeats) and the ROUTER socket (hello, snapshots,
-catch-ups, load requests, subscriber reports). Other threads never touch them:
-they hand work in with :meth:`CatalogServer.submit`, which queues a function,
-rings a :class:`~catalogd.server.doorbell.Doorbell` the poller watches and
-returns a Future that resolves once the function's delta is *published*. So a
-version returned to an admin is always one every subscriber can already receive,
-and a version is durably reserved (``reserve``) before it is published.
+PUB socket (an XPUB: deltas, heartbeats; it hears subscriptions) and the ROUTER
+socket (hello, snapshots, catch-ups, load requests, subscriber reports). Other
+threads never touch them: they hand work in with :meth:`CatalogServer.submit`,
+which queues a function, rings a :class:`~catalogd.server.doorbell.Doorbell` the
+poller watches and returns a Future that resolves once the function's delta is
+*published*. So a version returned to an admin is always one every subscriber can
+already receive, and a version is durably reserved (``reserve``) before it is
+published.
 
 This module only receives, calls pure code and sends: what a request means is
 decided by :mod:`catalogd.server.requests`, how a snapshot is chunked by
@@ -19,6 +20,12 @@ it, and *parks* the job (it is tried again after a backoff of up to 100 ms, so
 a peer that never reads costs nothing while it waits). Each peer has at most
 ``max_snapshot_jobs_per_peer`` snapshots queued (a newer request replaces its
 oldest), all peers ``max_snapshot_jobs``.
+
+Joins wait for nothing fixed: the PUB socket is an XPUB, so the loop learns the
+moment a subscriber's subscription takes effect and publishes a heartbeat right
+then (at most one per ``JOIN_BEAT_SPACING_S``, so a flood of subscriptions costs
+the other subscribers a bounded rate of heartbeats). That heartbeat is the
+joining subscriber's proof that nothing published from now on can miss it.
 
 Work per request is bounded: frames beyond ``max_request_bytes`` are dropped by
 ZeroMQ, compressed requests may expand only to ``max_request_inflated_bytes``
@@ -126,7 +133,7 @@ class CatalogServer:
         )
         self._advertised_pub = ""
         self._heartbeat_interval = config.heartbeat_interval_s
-        self._early_heartbeat = False
+        self._joined = False  # a subscription arrived that no heartbeat followed yet
         self._rebind = threading.Event()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -244,39 +251,45 @@ class CatalogServer:
         self._ready.set()
         poller = zmq.Poller()
         poller.register(router, zmq.POLLIN)
+        poller.register(pub, zmq.POLLIN)  # subscriptions arriving (XPUB)
         bell = self._bell.fileno()
         poller.register(bell, zmq.POLLIN)
         next_beat = last_beat = 0.0
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
-                wait = max(0.0, min([next_beat, *(j.retry_at for j in self._jobs)]) - now)
-                if self._early_heartbeat:
-                    wait = min(wait, 0.05)
+                due = [next_beat, *(j.retry_at for j in self._jobs)]
+                if self._joined:
+                    due.append(last_beat + sockets.JOIN_BEAT_SPACING_S)
+                wait = max(0.0, min(due) - now)
                 for sock, _ in poller.poll(int(wait * 1000)):
                     if sock == bell:
                         self._bell.drain()
                         self._drain_work(pub)
                         self._send_later(router)
+                    elif sock == pub:
+                        self._joined |= sockets.subscriptions(pub, limit=1000) > 0
                     else:
                         self._serve(router, limit=64)
                 if self._rebind.is_set():
                     self._rebind.clear()
                     poller.unregister(router)
+                    poller.unregister(pub)
                     bound = sockets.rebind(self._context, self.config, bound)
                     router, pub = bound.router, bound.pub
                     poller.register(router, zmq.POLLIN)
+                    poller.register(pub, zmq.POLLIN)
                     self._jobs.clear()
                 self.stats.snapshot_retries += sockets.advance_jobs(
                     router, self._jobs, time.monotonic()
                 )
                 self.stats.snapshot_jobs = len(self._jobs)
-                if self._early_heartbeat and time.monotonic() >= last_beat + 0.05:
-                    next_beat = 0.0
+                if self._joined and time.monotonic() >= last_beat + sockets.JOIN_BEAT_SPACING_S:
+                    next_beat = 0.0  # a joining subscriber's proof that its SUB is live
                 if time.monotonic() >= next_beat:
                     self._heartbeat(pub)
                     self._members.expire(self._clock())
-                    self._early_heartbeat = False
+                    self._joined = False
                     last_beat = time.monotonic()
                     next_beat = last_beat + self._heartbeat_interval
             self._drain_work(pub)
@@ -370,8 +383,6 @@ class CatalogServer:
             except ProtocolError as exc:
                 outcome = requests.malformed(exc)
             requests.record(self.stats, outcome, self._members, member, now)
-            if outcome.early_heartbeat:
-                self._early_heartbeat = True
             if outcome.snapshot is not None:
                 self._queue_snapshot(router, outcome.snapshot)
             if outcome.load_request is not None and self._on_load_request is not None:
@@ -428,4 +439,6 @@ class CatalogServer:
             snapshot_chunk=self.config.snapshot_chunk,
             max_catch_up_entries=self.config.max_catch_up_entries,
             hms_uri=self.config.hms_uri,
+            welcome_snapshot_entries=self.config.welcome_snapshot_entries,
+            welcome_snapshot_bytes=self.config.welcome_snapshot_bytes,
         )

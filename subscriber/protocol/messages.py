@@ -75,3 +75,6 @@ class Welcome:
     hms_uri: str | None = None
     """The Hive Metastore catalogd reads (``thrift://host:port``); None when it reads the
     metastore database directly, or is a catalogd that does not say."""
+    snapshot: tuple[Entry, ...] | None = None
+    """The whole (small) snapshot of the hello's selection at ``version``; None when
+    catalogd sends none (the selection is larger, or catalogd predates the field)."""

@@ -75,15 +75,17 @@ def subscriptions(databases: Iterable[str] | None, *, on_demand: bool = False) -
 
     Following everything needs no ``c`` messages: the last part of each delta
     carries the commit counts, so a single-database delta is one message.
+    The heartbeat prefix comes last: a SUB's subscriptions reach the publisher in
+    order and take effect there in order, so a heartbeat received proves every
+    other prefix is live too (the join waits for exactly that).
     """
     prefix, topic = (
         (TOPIC_INVALIDATION, invalidation_topic) if on_demand else (TOPIC_DELTA, delta_topic)
     )
     if databases is None:
         return [prefix, TOPIC_HEARTBEAT]
-    return [TOPIC_COMMIT, TOPIC_HEARTBEAT, topic(GLOBAL)] + [
-        topic(db) for db in sorted(set(databases))
-    ]
+    topics = [topic(db) for db in sorted(set(databases))]
+    return [TOPIC_COMMIT, topic(GLOBAL), *topics, TOPIC_HEARTBEAT]
 
 
 # -- entries ---------------------------------------------------------------------
@@ -297,7 +299,8 @@ def parse_welcome(t: Any) -> Welcome:
     _require(t, "service_id", "pub_endpoint", "version")
     if t.hms_uri is not None and len(t.hms_uri) > MAX_HMS_URI:
         raise ProtocolError(f"welcome: hms_uri of {len(t.hms_uri)} characters")
-    return Welcome(t.service_id, t.pub_endpoint, t.version, t.hms_uri or None)
+    snapshot = None if t.snapshot is None else entries_from_thrift(t.snapshot)
+    return Welcome(t.service_id, t.pub_endpoint, t.version, t.hms_uri or None, snapshot)
 
 
 def delta_to_thrift(service_id: str, delta: Delta) -> object:

@@ -35,5 +35,5 @@ def test_each_part_is_published_again_as_invalidations_with_the_same_counts() ->
 
 def test_on_demand_subscriptions_follow_invalidations_only() -> None:
     assert wire.subscriptions(None, on_demand=True) == [b"i", b"h"]
-    assert wire.subscriptions(["b", "a"], on_demand=True) == [b"c", b"h", b"i\0", b"ia\0", b"ib\0"]
+    assert wire.subscriptions(["b", "a"], on_demand=True) == [b"c", b"i\0", b"ia\0", b"ib\0", b"h"]
     assert wire.subscriptions(None) == [b"d", b"h"]

@@ -62,10 +62,10 @@ def decoded(frames: list[bytes]) -> list[Any]:
     return [codec.unpack(svc.TResponse, f) for f in frames]
 
 
-def test_hello_is_answered_with_a_welcome_and_an_early_heartbeat() -> None:
+def test_hello_is_answered_with_a_welcome() -> None:
     catalog = populated()
     out = answer(svc.TRequest(request_id=7, hello=svc.THello(client_id="c")), catalog)
-    assert out.early_heartbeat and out.counter is None and out.snapshot is None
+    assert out.counter is None and out.snapshot is None and out.join == "c"
     assert sent(out).request_id == 7 and sent(out).status.code == OK
     welcome = sent(out).welcome
     assert welcome.service_id == "svc-1"
@@ -75,6 +75,39 @@ def test_hello_is_answered_with_a_welcome_and_an_early_heartbeat() -> None:
     assert welcome.oldest_catch_up_version == catalog.floor
     assert welcome.protocol_version == svc.PROTOCOL_VERSION
     assert welcome.hms_uri is None  # the state names no HMS: the field stays unset
+
+
+def hello(databases: list[str] | None, state: requests.ServerState, catalog: Catalog) -> Any:
+    request = svc.TRequest(request_id=1, hello=svc.THello(client_id="c", databases=databases))
+    return sent(answer(request, catalog, state)).welcome
+
+
+def test_a_small_selection_comes_whole_in_the_welcome() -> None:
+    catalog = populated()  # 1 global object, 5 in each of a and b
+    state = dataclasses.replace(STATE, welcome_snapshot_entries=6, welcome_snapshot_bytes=1000)
+    welcome = hello(["a"], state, catalog)
+    entries = wire.entries_from_thrift(welcome.snapshot)
+    expected = [e for e in catalog.live_entries() if database_of(e.key) in ("", "a")]
+    assert entries == tuple(expected)  # the snapshot a request would stream, in version order
+    assert welcome.version == catalog.version
+    assert hello(["nothing-here"], state, catalog).snapshot == [
+        wire.entry_to_thrift(catalog.get("PRINCIPAL:admin.ROLE"))  # type: ignore[arg-type]
+    ]
+    assert hello(["a", "b"], state, catalog).snapshot is None  # 11 entries: too many
+    assert hello(None, state, catalog).snapshot is None
+    empty = Catalog()
+    assert hello(None, state, empty).snapshot == []  # empty, not absent: nothing to ask for
+    assert hello(["a"], state, empty).snapshot == []
+
+
+def test_the_welcome_snapshot_is_bounded_in_bytes_and_off_by_default() -> None:
+    catalog = populated()
+    state = dataclasses.replace(STATE, welcome_snapshot_entries=100, welcome_snapshot_bytes=20)
+    assert hello(["a"], state, catalog).snapshot is None  # 5 payloads over 20 bytes
+    state = dataclasses.replace(state, welcome_snapshot_bytes=10_000)
+    assert len(hello(None, state, catalog).snapshot) == len(catalog)
+    assert hello(None, STATE, catalog).snapshot is None  # ServerState's default: 0 entries
+    assert hello(None, STATE, Catalog()).snapshot == []
 
 
 def test_the_welcome_names_the_hms_catalogd_reads() -> None:

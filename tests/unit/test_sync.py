@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 from catalogd.core.catalog import Catalog, DeltaUnavailableError
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.keys import GLOBAL, database_of
-from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, SnapshotEnd
+from subscriber.protocol.messages import (
+    Commit,
+    DeltaPart,
+    Heartbeat,
+    SnapshotChunk,
+    SnapshotEnd,
+    Welcome,
+)
 from subscriber.sync import ActionKind, Phase, Report, Step, SyncMachine
 
 KEYS = [
@@ -58,6 +65,17 @@ class World:
     now: float = 0.0
     requests: list[tuple[int, ActionKind, int]] = field(default_factory=list)
     dropped: int = 0
+    offer: bool = False
+    """Each welcome carries the snapshot (as catalogd does for a small selection)."""
+
+    def connect(self) -> None:
+        """A new session: the welcome is answered now, the first message comes later."""
+        snapshot = None
+        if self.offer:
+            snapshot = tuple(e for e in self.catalog.live_entries() if self.wanted(e.key))
+        welcome = Welcome(self.service, "tcp://pub", self.catalog.version, None, snapshot)
+        self.machine.on_connected(self.now, welcome)
+        self.requests.clear()
 
     def wanted(self, key: str) -> bool:
         return self.machine.wants(database_of(key))
@@ -66,8 +84,7 @@ class World:
         self.dropped += step.dropped
         for action in step.actions:
             if action.kind is ActionKind.RECONNECT:
-                self.machine.on_connected(self.now)
-                self.requests.clear()
+                self.connect()
             else:
                 self.requests.append((delay, action.kind, action.from_version))
 
@@ -125,12 +142,14 @@ world_event = st.one_of(
     delays=st.lists(st.integers(0, 3), max_size=40),
     databases=st.one_of(st.none(), st.just(["a"]), st.just(["b", "zzz"])),
     tombstones=st.integers(0, 3),
+    offer=st.booleans(),
 )
 def test_converges_despite_loss_delay_restart_and_filters(
-    events: list, losses: list[bool], delays: list[int], databases, tombstones: int
+    events: list, losses: list[bool], delays: list[int], databases, tombstones: int, offer: bool
 ) -> None:
     world = World(SyncMachine(databases=databases), Catalog(max_tombstones=tombstones))
-    world.handle(world.machine.on_connected(0.0), 0)
+    world.offer = offer
+    world.connect()
     sent = 0
     generation = 0
     for kind, arg in events:
