@@ -75,6 +75,7 @@ def status_detail(
     now = time.time()
     stats = server.stats
     keys = server.subscriber_keys()  # client id -> CURVE key name (empty without keys)
+    follows = server.subscriber_databases()  # client id -> databases it follows
     return {
         "version": shape.version,
         "delta_log": {"from": shape.delta_log_floor, "to": shape.version},
@@ -118,6 +119,7 @@ def status_detail(
                 "last_report_age_s": round(now - seen, 3),
                 "live": client in barrier_live,
                 "key": keys.get(client),
+                "databases": follows.get(client),
             }
             for client, (version, seen) in sorted(dict(stats.subscribers).items())
         },

@@ -68,9 +68,12 @@ class Membership:
     """ROUTER identity -> (client id it joined under, when last heard of)."""
     owners: dict[str, bytes] = field(default_factory=dict)
     """client id -> the identity whose reports count for it."""
+    follows: dict[str, str] = field(default_factory=dict)
+    """client id -> the databases it said it follows (bounded like ``owners``)."""
 
-    def join(self, identity: bytes, client_id: str, now: float) -> None:
-        """``identity`` said hello as ``client_id``; it owns the id unless a live one does."""
+    def join(self, identity: bytes, client_id: str, now: float, follows: str = "all") -> None:
+        """``identity`` said hello as ``client_id`` (following ``follows``); it owns the
+        id unless a live one does."""
         previous = self.joined.get(identity)
         if previous is not None and previous[0] != client_id:
             self._forget(identity)
@@ -83,6 +86,8 @@ class Membership:
             if owner is not None and owner != identity:
                 self.subscribers.pop(client_id, None)  # the old connection's word is void
             self.owners[client_id] = identity
+        if self.owners.get(client_id) == identity:
+            self.follows[client_id] = follows
 
     def report(self, identity: bytes, report: Report) -> bool:
         """Record ``report`` from ``identity``; False (and nothing recorded) when it may not."""
@@ -122,3 +127,4 @@ class Membership:
         if self.owners.get(client_id) == identity:
             del self.owners[client_id]
             self.subscribers.pop(client_id, None)
+            self.follows.pop(client_id, None)

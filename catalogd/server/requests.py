@@ -105,6 +105,8 @@ class Outcome:
     report: Report | None = None
     join: str | None = None
     """The client id the peer said hello as."""
+    follows: str = "all"
+    """The databases it follows (comma-separated, at most a few shown), or "all"."""
     counter: Counter | None = None
 
 
@@ -133,6 +135,7 @@ def answer(
                 welcome=welcome(catalog, state, request.hello.databases),
             ),
             join=request.hello.client_id,
+            follows=_follows(request.hello.databases),
         )
     if request.snapshot is not None:
         frames = snapshot_frames(
@@ -267,9 +270,17 @@ def record(
     if outcome.counter is not None:
         setattr(stats, outcome.counter, getattr(stats, outcome.counter) + 1)
     if outcome.join is not None:
-        members.join(identity, outcome.join, now)
+        members.join(identity, outcome.join, now, outcome.follows)
     if outcome.report is not None and not members.report(identity, outcome.report):
         stats.reports_refused += 1
+
+
+def _follows(databases: list[str] | None, shown: int = 8) -> str:
+    if databases is None:
+        return "all"
+    names = sorted(databases)
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(n[:64] for n in names[:shown]) + more
 
 
 def ok() -> Any:

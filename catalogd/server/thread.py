@@ -232,6 +232,10 @@ class CatalogServer:
         owners = dict(self._members.owners)
         return {client: owner.partition(b"\0")[0].decode() for client, owner in owners.items()}
 
+    def subscriber_databases(self) -> dict[str, str]:
+        """client id -> the databases it said it follows ("all", or their names)."""
+        return dict(self._members.follows)
+
     def commit(self, changes: Any) -> Future[Delta]:
         """Commit ``changes`` (key -> payload or None) and publish the delta."""
         return self.submit(lambda catalog: catalog.commit(changes))

@@ -72,7 +72,7 @@ def subscribers_view(status: dict[str, Any]) -> dict[str, Any]:
             "lag": max(0, version - info["applied_version"]),
             "last_report_age_s": info["last_report_age_s"],
             "live": info.get("live", False),
-            "databases": info.get("databases") or "–",  # not reported by the server yet
+            "databases": info.get("databases") or "–",
         }
         for client, info in sorted(status.get("subscribers", {}).items())
     ]

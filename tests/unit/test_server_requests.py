@@ -302,3 +302,19 @@ def test_request_handling_and_snapshots_load_no_io_threads_or_clock() -> None:
     io = {"zmq", "socket", "threading", "_thread", "time", "datetime", "select", "selectors"}
     assert [m for m in loaded if m.split(".")[0] in io] == []
     assert "catalogd.server.thread" not in loaded
+
+
+def test_a_hello_records_the_databases_its_subscriber_follows() -> None:
+    stats = ServerStats()
+    members = Membership(stats.subscribers, ttl_s=10, max_members=10)
+    state = requests.ServerState("svc", "tcp://h:1", 1.0, 10, 10)
+    for peer, dbs in ((b"p1", None), (b"p2", [f"db{i}" for i in range(10, 0, -1)])):
+        hello = idl.catalog_service.THello(client_id=peer.decode(), databases=dbs)
+        outcome = requests.answer(
+            peer, idl.catalog_service.TRequest(hello=hello), Catalog(), state, 0
+        )
+        requests.record(stats, outcome, members, peer, 0)
+    assert members.follows["p1"] == "all"
+    assert members.follows["p2"] == "db1, db10, db2, db3, db4, db5, db6, db7 and 2 more"
+    members.expire(100)
+    assert members.follows == {}
