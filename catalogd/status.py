@@ -94,6 +94,10 @@ def status_detail(
             "loaded": loader.stats.loaded,
             "skipped": loader.stats.skipped,
             "failed": loader.stats.failed,
+            "slowest": [
+                {"db": db, "table": table, "seconds": round(seconds, 3)}
+                for seconds, db, table in loader.stats.slowest_first()
+            ],
         },
         "hms": {
             "address": info.facts.hms_address,

@@ -22,6 +22,7 @@ Requests made before :meth:`~TableLoader.start` wait in the queue.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
 import queue
@@ -29,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from catalogd.writes.operations import Operations
 from subscriber.protocol.errors import CatalogError, NotFoundError
@@ -46,6 +47,24 @@ class LoaderStats:
     loaded: int = 0
     skipped: int = 0
     failed: int = 0
+    slowest: list[tuple[float, str, str]] = field(default_factory=list)
+    """The :data:`SLOWEST` longest table loads: (seconds, db, table), a min-heap."""
+
+    def timed(self, seconds: float, db: str, table: str) -> None:
+        """Remember one load's time if it is among the slowest (bounded)."""
+        item = (seconds, db, table)
+        if len(self.slowest) < SLOWEST:
+            heapq.heappush(self.slowest, item)
+        elif seconds > self.slowest[0][0]:
+            heapq.heapreplace(self.slowest, item)
+
+    def slowest_first(self) -> list[tuple[float, str, str]]:
+        """The remembered loads, slowest first (a copy: safe from any thread)."""
+        return sorted(list(self.slowest), reverse=True)
+
+
+SLOWEST = 10
+"""Table loads remembered by time, the slowest (web ``/``: top tables by load time)."""
 
 
 class TableLoader:
@@ -301,6 +320,8 @@ class TableLoader:
         if self._on_loaded is not None and error is None:
             self._on_loaded(elapsed)
         with self._lock:
+            if error is None and presence == "placeholder" and key[1]:
+                self.stats.timed(elapsed, *key)
             self._running.discard(key)
             self._alone.discard(key)
             future = self._pending.pop(key)

@@ -126,3 +126,20 @@ def test_the_loader_loads_small_tables_together_and_large_ones_alone() -> None:
         else:
             assert futures[t].result() > 0 and ops.is_loaded("db", t)
     assert loader.stats.loaded == 7 and loader.stats.failed == 1
+
+
+def test_the_loader_remembers_its_slowest_table_loads_bounded() -> None:
+    from catalogd.loading.table_loader import SLOWEST, LoaderStats
+
+    _, _, ops = world()
+    loader = TableLoader(ops, pool_size=1).start()
+    try:
+        for name in ("a", "b"):
+            loader.request("db", name, urgent=True).result(timeout=30)
+    finally:
+        loader.close()
+    assert sorted(t for _, _, t in loader.stats.slowest_first()) == ["a", "b"]
+    stats = LoaderStats()
+    for i in range(3 * SLOWEST):
+        stats.timed(float(i), "db", f"t{i}")
+    assert [s for s, _, _ in stats.slowest_first()] == [float(i) for i in range(29, 19, -1)]
