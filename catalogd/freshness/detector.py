@@ -58,6 +58,8 @@ class DetectorStats:
     reloads: int = 0
     last_event_id: int = 0
     errors: int = 0
+    last_checked: float | None = None
+    """Wall time the last cycle that reached HMS ended (what the cache may lag by)."""
 
 
 class ChangeDetector:
@@ -153,6 +155,7 @@ class ChangeDetector:
             if not health.hms_healthy:
                 log.info("Hive Metastore at %s recovered", self.info.facts.hms_address)
             health.hms_healthy, health.hms_error = True, None
+            self.stats.last_checked = time.time()
         except UnavailableError as exc:
             self.stats.errors += 1
             if health.hms_healthy:

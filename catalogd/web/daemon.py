@@ -53,6 +53,7 @@ def start_web(config: Config, stack: ExitStack, parts: Any) -> WebServer | None:
         audit=lambda limit: parts.store.audit(limit),
         registry=parts.metrics.registry,
         last_event_id=lambda: detector.stats.last_event_id if detector is not None else None,
+        last_checked=lambda: detector.stats.last_checked if detector is not None else None,
     )
     census = Census(sources.read).start()
     stack.callback(census.close)

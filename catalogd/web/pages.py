@@ -49,6 +49,7 @@ def overview_view(
         "hms": status.get("hms", {}),
         "detection": status.get("change_detection", "off"),
         "last_event_id": status.get("last_event_id"),
+        "hms_checked_s_ago": status.get("hms_checked_s_ago"),
         "progress": _progress(status.get("loading")),
         "loader": status.get("loader", {}),
         "objects": sorted(objects.items()),

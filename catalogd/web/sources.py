@@ -62,6 +62,7 @@ class DaemonSources:
         audit: Callable[[int], list[Any]],
         registry: Any,
         last_event_id: Callable[[], int | None] = lambda: None,
+        last_checked: Callable[[], float | None] = lambda: None,
         max_reads: int = 4,
         timeout_s: float = 2.0,
         status_ttl_s: float = 1.0,
@@ -69,6 +70,7 @@ class DaemonSources:
     ) -> None:
         self._server, self._status, self._ha, self._audit = server, status, ha, audit
         self._registry, self._last_event = registry, last_event_id
+        self._last_checked = last_checked
         self._slots = threading.BoundedSemaphore(max_reads)
         self._timeout, self._ttl, self._clock = timeout_s, status_ttl_s, clock
         self._status_lock = threading.Lock()
@@ -101,6 +103,10 @@ class DaemonSources:
             if self._cached is None or now - self._cached[0] >= self._ttl:
                 detail = self._status()
                 detail["last_event_id"] = self._last_event()
+                checked = self._last_checked()
+                detail["hms_checked_s_ago"] = (
+                    None if checked is None else round(max(0.0, time.time() - checked), 1)
+                )
                 self._cached = (now, detail)
             return self._cached[1]
 

@@ -137,8 +137,16 @@ class FakeSources:
                 "eta_s": 15.0,
             },
             "hms": {"address": "thrift://h:9083", "healthy": True},
+            "hms_checked_s_ago": 1.5,
+            "loader": {"slowest": [{"db": "sales", "table": EVIL, "seconds": 2.5}]},
             "subscribers": {
-                EVIL: {"applied_version": 3, "last_report_age_s": 0.5, "live": True, "key": None}
+                EVIL: {
+                    "applied_version": 3,
+                    "last_report_age_s": 0.5,
+                    "live": True,
+                    "key": None,
+                    "databases": "sales",
+                }
             },
         }
 

@@ -120,8 +120,10 @@ def test_overview_subscribers_and_operations_views(catalog: Catalog) -> None:
     context = pages.overview_view(sources.status(), sources.ha(), Counted(), {"rss": 1})
     assert context["progress"]["percent"] == 25.0  # by partitions when they are known
     assert context["role"] == "standby" and context["epoch"] == 7
+    assert context["hms_checked_s_ago"] == 1.5
+    assert context["loader"]["slowest"][0]["seconds"] == 2.5
     subs = pages.subscribers_view(sources.status())["subscribers"]
-    assert subs[0]["lag"] == catalog.version - 3
+    assert subs[0]["lag"] == catalog.version - 3 and subs[0]["databases"] == "sales"
     ops = pages.operations_view(sources.audit(10), sources.status())
     assert ops["records"][0]["who"] == "alice" and ops["records"][0]["version"] == 12
     assert pages.readiness(True, {"role": "standby"}, 5)[0] is False
