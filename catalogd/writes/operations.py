@@ -77,6 +77,8 @@ class Operations:
         max_waiting_per_table: int = 64,
     ) -> None:
         self._sources = ThreadSources(source_factory)
+        self.server = server
+        """The server whose catalog this writes (a benchmark reuses a loaded one)."""
         self._committer = Committer(server)
         self.turns = TableTurns(max_waiting=max_waiting_per_table)
         self._tables = TableWrites(
