@@ -37,7 +37,7 @@ from support.catalogd_process import CatalogdProcess
 from support.hms_relay import CountingRelay
 from support.maven_metastore import MavenMetastore
 from support.measurements import MEASUREMENTS, record_measurement
-from support.spark_clients import HIVE_CLIENT_VERSIONS, SparkClientMissing, hive_client_conf
+from support.spark_clients import SparkClientMissing, hive_client_conf
 from support.spark_sql_server import SparkSql
 
 import idl
@@ -53,14 +53,15 @@ hms_api = idl.hive_metastore
 GIVE_UP_AFTER = 5
 
 
-# (HMS version, Spark's metastore client version): every client against the pyspark
-# wheel's HMS 2.3.10; against an HMS 3.1.3 (support.maven_metastore) the 3.1 client, and
-# one 4.x client (its request-style calls are newer than HMS 3.1 too).
-PAIRS = [
-    *(("2.3.10", client) for client in HIVE_CLIENT_VERSIONS),
-    ("3.1.3", "3.1.3"),  # catalog-qualified names (@hive#hx): read as HMS 3.1 reads them
-    ("3.1.3", "4.1.0"),
-]
+# (HMS version, Spark's metastore client version), kept to what tells something new
+# within the suite's budget: the 3.1 client against HMS 2.3 (which takes its catalog-
+# qualified names for names) and against HMS 3.1 (which reads them: every read served),
+# and the newest 4.x client, which stops at its first call (get_database_req) against
+# HMS 2.3 as against 3.1. The 4.0.1 client and the 4.1.0 client on HMS 3.1 answer as
+# recorded in docs/HMS-ENDPOINT.md (run them with SPARK_CLIENTS_ALL_PAIRS=1).
+PAIRS = [("2.3.10", "3.1.3"), ("2.3.10", "4.1.0"), ("3.1.3", "3.1.3")]
+if os.environ.get("SPARK_CLIENTS_ALL_PAIRS"):
+    PAIRS += [("2.3.10", "4.0.1"), ("3.1.3", "4.1.0")]
 
 
 def _metastore(version: str, root: Path, cache_dir: Path) -> EmbeddedMetastore | MavenMetastore:
