@@ -1,18 +1,14 @@
 """The subscriber's transport: one background thread, two sockets, one cache.
 
-:class:`SubscriberTransport` owns a DEALER (hello, snapshot, catch-up, reports)
-and a SUB (deltas, heartbeats), both created, used and closed inside its thread
-(``catalogd-subscriber``). It only moves bytes: it decodes what arrives
-(:mod:`subscriber.protocol.wire`), feeds it with the clock into the pure
-:class:`~subscriber.sync.SyncMachine`, and carries out the :class:`~subscriber.sync.Step`
-each input returns (requests, the version report, counters). Every protocol
-decision (snapshot reassembly, gaps, resyncs, when to report) is the machine's.
-User threads talk to it only through thread-safe queues and read the cache's
-immutable view; see :mod:`subscriber.api` for the public class.
+:class:`SubscriberTransport` owns a DEALER (hello, snapshot, catch-up, reports, fetches)
+and a SUB (deltas or invalidations, heartbeats), both created, used and closed in its
+thread (``catalogd-subscriber``). It only moves bytes: it decodes what arrives, feeds it
+with the clock into the pure :class:`~subscriber.sync.SyncMachine` and carries out the
+:class:`~subscriber.sync.Step` each input returns. User threads queue requests (and ring
+a doorbell so they leave at once) and read the cache's view (:mod:`subscriber.api`).
 
-Why one module of just over 400 lines: the one thread that owns the DEALER and SUB
-sockets (plus failover between endpoints and the CURVE monitor); every decision it
-carries out is made in :mod:`subscriber.sync`.
+Why one module of over 400 lines: the one thread owning the DEALER and SUB (failover,
+CURVE monitor); every decision it carries out is made in :mod:`subscriber.sync`.
 """
 
 from __future__ import annotations
@@ -32,6 +28,7 @@ from zmq.utils.monitor import recv_monitor_message
 import idl
 from subscriber import curve
 from subscriber.curve import ClientKeys
+from subscriber.doorbell import Doorbell
 from subscriber.endpoints import parse_endpoints
 from subscriber.protocol import codec, wire
 from subscriber.protocol.errors import AuthenticationError, ProtocolError
@@ -105,9 +102,9 @@ class SubscriberTransport:
         self._own_context = context is None
         self._context = context or zmq.Context()
         self._stop = threading.Event()
-        # TRequests from users, each with the callback its answer goes to (or None).
         self._requests: queue.SimpleQueue[tuple[Any, Answered | None]] = queue.SimpleQueue()
         self._asked = Asked()
+        self._bell = Doorbell()  # rung by send_request: the thread sends at once
         self._thread = threading.Thread(target=self._run, name="catalogd-subscriber", daemon=True)
         self._rid = 0
         self._snapshot_rid: int | None = None
@@ -129,19 +126,19 @@ class SubscriberTransport:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         if not self._thread.is_alive():
+            self._bell.close()
             while not self._requests.empty():  # never sent: nobody will answer
-                _, on_answer = self._requests.get_nowait()
-                if on_answer is not None:
+                if (on_answer := self._requests.get_nowait()[1]) is not None:
                     on_answer(None)
-        if self._own_context and not self._thread.is_alive():
-            self._context.term()
+            if self._own_context:
+                self._context.term()
 
     def send_request(self, request: Any, on_answer: Answered | None = None) -> None:
-        """Queue a TRequest (load, report) for the transport thread to send. One-way
-        unless ``on_answer`` is given: then the thread gives the request an id and calls
-        ``on_answer`` (on its thread; it must not block) with catalogd's TResponse, or
-        None when none can come (session ended, closed, too many awaited, pipe full)."""
+        """Queue a TRequest for the transport thread to send at once. ``on_answer``: the
+        thread gives it an id and calls it (must not block) with catalogd's TResponse,
+        or None when none can come (session ended, closed, too many awaited, pipe full)."""
         self._requests.put((request, on_answer))
+        self._bell.ring()  # a fetch or reload must not wait for the next tick
 
     def report(self, service_id: str, version: int) -> None:
         """Tell catalogd which version this subscriber has applied (for --sync barriers)."""
@@ -287,6 +284,7 @@ class SubscriberTransport:
         poller.register(dealer, zmq.POLLIN)
         poller.register(sub, zmq.POLLIN)
         poller.register(self._monitor, zmq.POLLIN)
+        poller.register(self._bell.fileno(), zmq.POLLIN)
         last_hello = time.monotonic()
         while not self._stop.is_set():
             if self.machine.phase is Phase.JOINING and time.monotonic() - last_hello > 0.1:
@@ -313,6 +311,7 @@ class SubscriberTransport:
                         break
                     if response is not None and self._response(response):
                         return
+            self._bell.drain()
             while not self._requests.empty():
                 self._send_asked(dealer, *self._requests.get_nowait())
             if self._handle(self.machine.on_tick(time.monotonic())):

@@ -36,7 +36,7 @@ import idl
 from catalogd.admin.barrier import SubscriberBarrier
 from catalogd.security.curve import CurveServer, user_id
 from catalogd.security.curve import apply as apply_curve
-from catalogd.server.doorbell import Doorbell
+from subscriber.doorbell import Doorbell
 from subscriber.protocol import codec
 from subscriber.protocol.errors import (
     BusyError,

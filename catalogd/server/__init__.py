@@ -18,7 +18,7 @@ Modules:
   the server thread, keeps no state.
 * :mod:`~catalogd.server.config` - :class:`~catalogd.server.config.ServerConfig`
   and :class:`~catalogd.server.config.ServerStats` (re-exported by ``thread``).
-* :mod:`~catalogd.server.doorbell` - the pipe that wakes a polling thread from
+* :mod:`~subscriber.doorbell` - the pipe that wakes a polling thread from
   other threads (also used by the admin endpoint).
 
 ``requests``, ``snapshots`` and ``config`` are pure: they import no zmq, socket,

@@ -4,7 +4,7 @@ One thread (``catalogd-server``) owns the :class:`~catalogd.core.catalog.Catalog
 PUB socket (an XPUB: deltas, heartbeats; it hears subscriptions) and the ROUTER
 socket (hello, snapshots, catch-ups, load requests, subscriber reports). Other
 threads never touch them: they hand work in with :meth:`CatalogServer.submit`,
-which queues a function, rings a :class:`~catalogd.server.doorbell.Doorbell` the
+which queues a function, rings a :class:`~subscriber.doorbell.Doorbell` the
 poller watches and returns a Future that resolves once the function's delta is
 *published*. So a version returned to an admin is always one every subscriber can
 already receive, and a version is durably reserved (``reserve``) before it is
@@ -62,10 +62,10 @@ from catalogd.core.catalog import Catalog
 from catalogd.security import curve
 from catalogd.server import requests, sockets
 from catalogd.server.config import ServerConfig, ServerStats
-from catalogd.server.doorbell import Doorbell
 from catalogd.server.members import Membership
 from catalogd.server.reloads import AwaitedReloads
 from catalogd.server.snapshots import SnapshotJob
+from subscriber.doorbell import Doorbell
 from subscriber.protocol import wire
 from subscriber.protocol.delta import Delta
 from subscriber.protocol.errors import CatalogError, ProtocolError, UnavailableError
