@@ -136,34 +136,42 @@ def sync(endpoint: str, report: str, timeout_s: float) -> None:
 def ready(endpoint: str, report: str, mode: str, tables: str, timeout_s: float) -> None:
     """Constructor -> first ``get_table`` answered, then RSS after reading ``tables``
     (comma-separated ``db.table``: each header and every partition)."""
-    ctx = zmq.Context()
-    push = ctx.socket(zmq.PUSH)
-    push.connect(report)
-    result: dict[str, Any] = {}
     names = tables.split(",")
     gc.collect()
     before = rss_bytes()
     started = time.monotonic()
     sub = CatalogSubscriber(endpoint, client_id=f"ready-{mode}", mode=mode).start()
-    try:
+
+    def measure(result: dict[str, Any]) -> None:
         sub.wait_synced(timeout_s)
         sub.get_table(names[0])
         result["ready_s"] = time.monotonic() - started
         result["rss_ready"] = rss_bytes() - before
-        started = time.monotonic()
-        partitions = sum(len(sub.list_partitions(name)) for name in names)
-        result["read_s"] = time.monotonic() - started
-        result["partitions_read"] = partitions
+        read_started = time.monotonic()
+        result["partitions_read"] = sum(len(sub.list_partitions(name)) for name in names)
+        result["read_s"] = time.monotonic() - read_started
         gc.collect()
         ctypes.CDLL("libc.so.6").malloc_trim(0)
         result["rss_read"] = rss_bytes() - before
-        started = time.monotonic()
+        filtered_started = time.monotonic()
         sub.list_partitions(names[0], {"region": "region-003"})
-        result["warm_filtered_s"] = time.monotonic() - started
+        result["warm_filtered_s"] = time.monotonic() - filtered_started
+
+    _report(report, sub, measure)
+
+
+def _report(report: str, sub: CatalogSubscriber, measure: Any) -> None:
+    """Run ``measure(result)``, close ``sub`` and send ``result`` (or the error) to ``report``."""
+    result: dict[str, Any] = {}
+    try:
+        measure(result)
     except Exception as exc:  # noqa: BLE001 - reported to the bench, which prints it
         result["error"] = f"{type(exc).__name__}: {exc}"
     finally:
         sub.close()
+    ctx = zmq.Context()
+    push = ctx.socket(zmq.PUSH)
+    push.connect(report)
     push.send_json(result)
     push.close(linger=5000)
     ctx.term()
