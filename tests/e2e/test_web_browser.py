@@ -114,6 +114,7 @@ def no_script_ran(driver: Any) -> None:
 
 def test_pages_in_a_browser(hms: EmbeddedMetastore, tmp_path: Path, browser: Any) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     workload(hms.uri, hms.warehouse_dir)
     server = CatalogdProcess(hms.uri, tmp_path / "catalogd", extra=["--loader-pool-size", "1"])
@@ -200,6 +201,11 @@ def test_pages_in_a_browser(hms: EmbeddedMetastore, tmp_path: Path, browser: Any
         # The one action: a loopback page without tokens lets this host's user change it.
         browser.get(server.web_url + "/log_level")
         browser.find_element(By.ID, "set-level").click()
-        assert "catalogd: DEBUG" in browser.find_element(By.ID, "message").text
+        # The click submits the form; the answer page arrives after click() returns.
+        message = WebDriverWait(browser, 30).until(
+            lambda b: b.find_elements(By.ID, "message") or b.find_elements(By.ID, "error"),
+            message="no answer page after the form's submit",
+        )[0]
+        assert "catalogd: DEBUG" in message.text, browser.page_source
     finally:
         assert server.stop() == 0
