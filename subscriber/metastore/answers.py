@@ -18,7 +18,8 @@ identity of its immutable partition set, so repeated planning of a 10,000-partit
 table concatenates ready bytes. Thread-safety: any thread may call; memo races only repeat work.
 
 Why one module of over 400 lines: one short handler per served call over shared lookups;
-filters, field presence and result shapes are modules of their own.
+filters, field presence, result shapes and handler groups (functions: ``function_answers``)
+are modules of their own.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 import idl
 from subscriber.cache import CacheView
 from subscriber.memo import BoundedMemo
-from subscriber.metastore import catalogs, filters, orders, shapes
+from subscriber.metastore import catalogs, filters, function_answers, orders, shapes
 from subscriber.metastore.framing import struct_list_success, success_struct
 from subscriber.metastore.rows import Rows, same, token
 from subscriber.metastore.shapes import Forward
@@ -37,7 +38,6 @@ from subscriber.protocol import codec, hms_partition
 from subscriber.protocol.binary import I32, LIST, STRUCT
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.keys import (
-    FUNCTION_PREFIX,
     GLOBAL,
     database_key,
     make_partition_name,
@@ -61,8 +61,10 @@ class CacheAnswers:
     """
 
     def __init__(self, decode: Decode, databases: frozenset[str] | None = None) -> None:
-        self._decode = decode
-        self._databases = databases
+        self.decode = decode
+        """Entry -> decoded ``TCatalogObject`` (shared, read-only)."""
+        self.databases = databases
+        """The databases the subscriber follows (None: all)."""
         self._encoded: BoundedMemo[tuple[str, int], bytes] = BoundedMemo(_MEMO_LIMIT)
         self._rows: dict[str, Rows] = {}
         self.upstream_reads_catalogs: bool | None = None
@@ -95,10 +97,9 @@ class CacheAnswers:
             "get_partition": self._get_partition,
             "get_partition_with_auth": self._get_partition,
             "get_partition_by_name": self._get_partition_by_name,
-            "get_all_functions": self._get_all_functions,
-            "get_functions": self._get_functions,
-            "get_function": self._get_function,
         }
+        for group in (function_answers.FunctionAnswers,):
+            self._handlers.update(group(self).handlers())
 
     @property
     def methods(self) -> frozenset[str]:
@@ -119,12 +120,12 @@ class CacheAnswers:
 
     # -- databases ------------------------------------------------------------------
 
-    def _follows(self, db: str) -> None:
-        if self._databases is not None and db.lower() not in self._databases:
+    def follows(self, db: str) -> None:
+        if self.databases is not None and db.lower() not in self.databases:
             raise Forward(f"database {db} not followed")
 
     def _all_databases(self, view: CacheView) -> list[str]:
-        if self._databases is not None:
+        if self.databases is not None:
             raise Forward("not every database is followed")
         return sorted(
             db for db in view.by_database if db != GLOBAL and database_key(db) in view.objects
@@ -138,11 +139,11 @@ class CacheAnswers:
 
     def _get_database(self, view: CacheView, args: Any) -> bytes:
         name = args.name or ""
-        self._follows(name)
+        self.follows(name)
         entry = view.get(database_key(name))
         if entry is None:
             raise hms.NoSuchObjectException(message=name)  # HMS 2.3: just the name
-        db = self._decode(entry).db.metastore_db
+        db = self.decode(entry).db.metastore_db
         if db is None:
             raise Forward("database kept without its HMS struct")
         return success_struct(STRUCT, self._encode(entry, db))
@@ -154,7 +155,7 @@ class CacheAnswers:
             raise Forward(f"database {db} not in the cache: HMS's answer varies by call")
 
     def _table_names(self, view: CacheView, db: str) -> list[str]:
-        self._follows(db)
+        self.follows(db)
         self._known_database(view, db)
         names = []
         for key in view.keys_of(db.lower()):
@@ -172,11 +173,11 @@ class CacheAnswers:
 
     def _table(self, view: CacheView, db: str, name: str) -> tuple[Entry, Any] | None:
         """The entry and HMS Table of ``db.name``; None when the cache has neither."""
-        self._follows(db)
+        self.follows(db)
         entry = view.get(table_key(db, name)) or view.get(table_key(db, name, view=True))
         if entry is None:
             return None
-        table = self._decode(entry).table
+        table = self.decode(entry).table
         if table.table_type == _UNLOADED or table.metastore_table is None:
             raise Forward(f"table {db}.{name} not loaded yet")
         return entry, table.metastore_table
@@ -272,7 +273,7 @@ class CacheAnswers:
         memo_key = (entry.key, entry.version)
         data = self._encoded.values.get(memo_key)
         if data is None:
-            rebuilt = hms_partition.rebuild(table, self._decode(entry).hdfs_partition)
+            rebuilt = hms_partition.rebuild(table, self.decode(entry).hdfs_partition)
             if rebuilt is None:
                 raise Forward("partition kept without its HMS struct")
             data = self._encoded.put(memo_key, codec.encode(rebuilt, check=False))
@@ -394,47 +395,6 @@ class CacheAnswers:
         if not entries:
             raise Forward("partition dropped since its name was listed")
         return self._partition_bytes(table, entries[0])
-
-    # -- functions -------------------------------------------------------------------------
-
-    def _functions(self, view: CacheView, db: str | None) -> list[tuple[str, Any, int]]:
-        """(name, HMS Function, version) of the cached functions (of ``db``), sorted."""
-        if self._databases is not None and db is None:
-            raise Forward("not every database is followed")
-        dbs = [db.lower()] if db is not None else [d for d in view.by_database if d != GLOBAL]
-        found = []
-        for d in dbs:
-            for key in view.keys_of(d):
-                if key.startswith(FUNCTION_PREFIX):
-                    fn = self._decode(view.objects[key]).fn
-                    hms_fn = shapes.hms_function(fn)
-                    if hms_fn is None:
-                        raise Forward("function kept without its HMS struct")
-                    found.append((hms_fn.functionName, hms_fn, view.objects[key].version))
-        return sorted(found, key=lambda item: (item[1].dbName or "", item[0]))
-
-    def _get_all_functions(self, view: CacheView, args: Any) -> bytes:
-        # HMS 2.3 lists them in its database's row order (creation order on Derby).
-        rows = {f"{f.dbName}.{name}": (v, f) for name, f, v in self._functions(view, None)}
-        functions = self.orders.arrange("functions", rows, orders.function_names)
-        response = hms.GetAllFunctionsResponse(functions=functions)
-        return success_struct(STRUCT, codec.encode(response, check=False))
-
-    def _get_functions(self, view: CacheView, args: Any) -> bytes:
-        db = args.dbName or ""
-        self._follows(db)
-        names = [name for name, _, _ in self._functions(view, db)]
-        return shapes.strings(shapes.matching(names, args.pattern))
-
-    def _get_function(self, view: CacheView, args: Any) -> bytes:
-        db, name = args.dbName or "", args.funcName or ""
-        self._follows(db)
-        for fn_name, fn, _ in self._functions(view, db):
-            # HMS 2.3 lower-cases the name asked for and compares it with the stored
-            # name as is (measured: a function stored as "Alpha" is never found).
-            if fn_name == name.lower():
-                return success_struct(STRUCT, codec.encode(fn, check=False))
-        raise hms.NoSuchObjectException(message=f"Function {db}.{name} does not exist")
 
     # -- encoding ---------------------------------------------------------------------------
 
