@@ -6,7 +6,8 @@ every 0.3 s) so each failover costs a second or two. Checked:
 
 * ``kill -9`` of the active during a burst of admin and HMS changes: the standby
   takes over, every subscriber (given both endpoints) ends equal to HMS, and the
-  versions each one saw only grew;
+  versions each one saw only grew; an on-demand subscriber beside them moves to the
+  new active and reads what HMS holds (nothing cached from the old one outlives it);
 * SIGSTOP of the active for longer than the lease, then SIGCONT: the old active
   exits (fenced) without publishing; no subscriber sees an old-service version
   after its first one from the new active;
@@ -229,14 +230,20 @@ def test_kill_9_of_the_active_fails_over(
 ) -> None:
     a, b = pair
     stop = threading.Event()
-    with _Watcher([a.endpoint, b.endpoint]) as watcher:
-        assert watcher.all_on(a.service_id)
+    # Beside the replicas, an on-demand subscriber (issue 25): it caches what it read
+    # from the old active and must neither keep it past the failover nor miss a change.
+    lazy = CatalogSubscriber([a.endpoint, b.endpoint], mode="on-demand", stale_after_heartbeats=3)
+    with _Watcher([a.endpoint, b.endpoint]) as watcher, lazy:
+        lazy.wait_synced(60)
+        assert watcher.all_on(a.service_id) and lazy.service_id == a.service_id
+        first_tables = lazy.list_tables(hms_db)  # fetched from a, now cached
         burst = _burst([a.admin_endpoint, b.admin_endpoint], hms, hms_db, stop)
         wait_until(lambda: min(s.version for s in watcher.subs) > a.version + 10, what="a burst")
         a.kill()
         assert all(sub.list_tables(hms_db) for sub in watcher.subs)  # reads go on
         b.wait_active(30)
         wait_until(lambda: watcher.all_on(b.service_id), timeout=30, what="failover")
+        wait_until(lambda: lazy.is_synced and lazy.service_id == b.service_id, timeout=30)
         wait_until(
             lambda: min(s.version for s in watcher.subs) > b.version + 5,
             what="changes on the new active",
@@ -245,6 +252,12 @@ def test_kill_9_of_the_active_fails_over(
         burst.join(10)
         _equal_to_hms(watcher, hms, hms_db, b.admin_endpoint)
         watcher.assert_versions_grew()
+        with MetastoreClient(hms.uri) as client:
+            tables = sorted(t.lower() for t in client.get_all_tables(hms_db))
+        assert len(tables) > len(first_tables)  # the burst made tables on both actives
+        wait_until(lambda: sorted(lazy.list_tables(hms_db)) == tables, timeout=30)
+        newest = tables[-1]
+        assert lazy.get_table(f"{hms_db}.{newest}").tbl_name == newest
         # The admin CLI given the dead node's address answers nothing; given the
         # standby-turned-active it answers, with the HA facts.
         code, status, _ = b.admin("status")
