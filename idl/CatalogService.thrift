@@ -61,6 +61,21 @@ struct TDelta {
   // whole delta, so a subscriber that follows every database needs no separate
   // TDeltaCommit (one message per single-database delta).
   6: optional map<string, i32> counts
+  // Invalidations only: the part's partition keys grouped per table (never in
+  // entries then), so a big partitioned change costs a name and a version per
+  // partition. counts still count every key, grouped or not.
+  7: optional list<TPartitionGroup> partitions
+}
+
+// The changed partitions of one table in an invalidation (TDelta.partitions).
+struct TPartitionGroup {
+  // "db.tbl", lower case: the keys are "HDFS_PARTITION:db.tbl:" + each name.
+  1: required string table
+  // Partition names ("k=v/k2=v2") and the version each changed at, index by index.
+  2: required list<string> names
+  3: required list<i64> versions
+  // Indexes into names of the partitions removed (the others changed); unset: none.
+  4: optional list<i32> removed
 }
 
 // Closes a delta published in per-database parts: a filtering subscriber

@@ -17,7 +17,9 @@ topic          body               meaning
 ``h``          ``THeartbeat``     service id, newest version, interval
 ``i<db>\\0``    ``TDelta``         the same part as an *invalidation*: keys and
                                   versions only (an empty object: changed; removed:
-                                  gone), for on-demand subscribers; the same counts
+                                  gone; partition keys grouped per table in
+                                  ``partitions``), for on-demand subscribers; the
+                                  same counts
 =============  =================  =============================================
 
 ZeroMQ filters by topic prefix at the publisher, so a subscriber that follows
@@ -43,7 +45,7 @@ import idl
 from subscriber.protocol import codec
 from subscriber.protocol.delta import INVALIDATED, Delta, Entry
 from subscriber.protocol.errors import ProtocolError
-from subscriber.protocol.keys import GLOBAL, database_of
+from subscriber.protocol.keys import GLOBAL, PARTITION_PREFIX, database_of, split_partition_key
 from subscriber.protocol.messages import (
     Commit,
     DeltaPart,
@@ -172,6 +174,8 @@ _ENTRY_LIVE = struct.Struct(">bhqbhi")  # field 2 (version), field 3 (object): h
 _ENTRY_REMOVED = struct.Struct(">bhqbhbb")  # field 2 (version), field 4 (removed) = true, stop
 _MAP_HEAD = struct.Struct(">bhbbi")  # field 6 (counts): header, key and value types, size
 _DELTA_HEAD = struct.Struct(">bhqbhqbhbi")  # fields 2, 3 (versions), 4 (entries): list header
+_LIST_HEAD = struct.Struct(">bhbi")  # a list field: header, element type, size
+_VERSION = struct.Struct(">q")
 
 
 def encode_delta(
@@ -189,10 +193,13 @@ def encode_delta(
     large table's load publishes ~100,000 entries at once from the server thread:
     making their Thrift structs and encoding them took 0.55 s there, this ~0.1 s.
     Values are not checked (entries were checked when they entered the catalog).
-    ``invalidations``: every live entry's object written empty (the keys-only stream),
-    without making an :class:`Entry` per key."""
+    ``invalidations``: the keys-only stream: every live entry's object written empty,
+    and partition keys grouped per table in ``partitions`` (:func:`_partition_groups`)."""
     parts: list[bytes] = [_string_field(1, service_id)]
     items = list(entries)
+    groups: dict[str, list[Entry]] = {}
+    if invalidations:
+        items, groups = _grouped(items)
     parts.append(
         _DELTA_HEAD.pack(_I64, 2, from_version, _I64, 3, to_version, _LIST, 4, _STRUCT, len(items))
     )
@@ -218,8 +225,67 @@ def encode_delta(
         for name, count in counts.items():
             encoded = name.encode()
             add(_LENGTH.pack(len(encoded)) + encoded + _LENGTH.pack(count))
+    if groups:
+        _partition_groups(groups, add)
     add(b"\0")
     return b"".join(parts)
+
+
+def _grouped(entries: list[Entry]) -> tuple[list[Entry], dict[str, list[Entry]]]:
+    """(entries that are not partitions, partitions by table ``db.t``), order kept."""
+    others: list[Entry] = []
+    groups: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.key.startswith(PARTITION_PREFIX):
+            groups.setdefault(split_partition_key(entry.key)[0], []).append(entry)
+        else:
+            others.append(entry)
+    return others, groups
+
+
+def _partition_groups(groups: dict[str, list[Entry]], add: Callable[[bytes], object]) -> None:
+    """Field 7 of ``TDelta``: one ``TPartitionGroup`` per table, as thriftpy2 writes it."""
+    add(_LIST_HEAD.pack(_LIST, 7, _STRUCT, len(groups)))
+    for table, members in groups.items():
+        add(_string_field(1, table))
+        add(_LIST_HEAD.pack(_LIST, 2, _STRING, len(members)))
+        for entry in members:
+            name = split_partition_key(entry.key)[1].encode()
+            add(_LENGTH.pack(len(name)))
+            add(name)
+        add(_LIST_HEAD.pack(_LIST, 3, _I64, len(members)))
+        add(b"".join(_VERSION.pack(e.version) for e in members))
+        removed = [i for i, e in enumerate(members) if e.payload is None]
+        if removed:
+            add(_LIST_HEAD.pack(_LIST, 4, _I32, len(removed)))
+            add(b"".join(_LENGTH.pack(i) for i in removed))
+        add(b"\0")
+
+
+def _expanded(groups: Any) -> tuple[Entry, ...]:
+    """The entries of ``TDelta.partitions`` (an invalidation's grouped partition keys).
+
+    Raises:
+        ProtocolError: a group without its fields, names and versions of unequal
+            lengths, or a removed index out of range.
+    """
+    if groups is None:
+        return ()
+    entries: list[Entry] = []
+    for group in groups:
+        _require(group, "table", "names", "versions")
+        names, versions = group.names, group.versions
+        if len(names) != len(versions):
+            raise ProtocolError(f"partition group {group.table!r}: names and versions differ")
+        removed = set(group.removed or ())
+        if removed and not all(0 <= i < len(names) for i in removed):
+            raise ProtocolError(f"partition group {group.table!r}: a removed index out of range")
+        prefix = PARTITION_PREFIX + group.table + ":"
+        entries.extend(
+            Entry(prefix + name, version, None if i in removed else INVALIDATED)
+            for i, (name, version) in enumerate(zip(names, versions, strict=True))
+        )
+    return tuple(entries)
 
 
 def _string_field(fid: int, value: str) -> bytes:
@@ -250,12 +316,15 @@ def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbe
         t = codec.unpack(svc.TDelta, body)
         _require(t, "service_id", "from_version", "to_version")
         database = t.database if t.database is not None else topic[1:-1].decode(errors="replace")
+        entries = entries_from_thrift(t.entries)
+        if kind == TOPIC_INVALIDATION:
+            entries += _expanded(t.partitions)
         return DeltaPart(
             t.service_id,
             t.from_version,
             t.to_version,
             database,
-            entries_from_thrift(t.entries),
+            entries,
             dict(t.counts) if t.counts is not None else None,
         )
     if kind == TOPIC_COMMIT and len(topic) == 1:

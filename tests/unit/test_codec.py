@@ -404,6 +404,9 @@ def service_messages() -> dict[str, Any]:
         "TStatus": CS.TStatus(code=CS.TStatusCode.NOTFOUND, message="no table sales.nope"),
         "TCatalogEntry": entries[1],
         "TDelta": delta,
+        "TPartitionGroup": CS.TPartitionGroup(
+            table="sales.orders", names=["dt=1", "dt=2"], versions=[11, 12], removed=[1]
+        ),
         "TDeltaCommit": CS.TDeltaCommit(
             service_id="svc-1", from_version=10, to_version=20, counts={"sales": 9, "": 0}
         ),
