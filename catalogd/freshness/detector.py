@@ -234,6 +234,11 @@ class ChangeDetector:
         except NotFoundError:
             log.info("table %s.%s dropped", db, table)
 
+    def databases(self) -> list[str]:
+        """The databases the catalog holds (listed again when a message is unreadable)."""
+        log.warning("an ALTER_TABLE event's message was unreadable: listing every database")
+        return sorted(self.ops.databases())
+
     def known(self, db: str, table: str) -> bool:
         """Whether the catalog holds ``db.table`` (loaded or not)."""
         return self.ops.has_table(db, table)

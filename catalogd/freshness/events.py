@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from catalogd.freshness import messages
+
 TABLE_EVENTS = frozenset(
     {
         "CREATE_TABLE",
@@ -126,6 +128,9 @@ class EventPlan:
     tables: tuple[tuple[str, str], ...]
     """(db, table) to reload, sorted (when their database is relisted too,
     only those the catalog still holds afterwards)."""
+    every_database: bool = False
+    """An ``ALTER_TABLE`` message could not be read, so where its table came from is
+    unknown: list every database again (:mod:`catalogd.freshness.messages`)."""
 
 
 def plan_events(fresh: Sequence[Any], last: int) -> EventPlan:
@@ -135,6 +140,7 @@ def plan_events(fresh: Sequence[Any], last: int) -> EventPlan:
     gap = (last + 1, ahead[0] - 1) if ahead and ahead[0] > last + 1 and last > 0 else None
     dbs: set[str] = set()
     tables: set[tuple[str, str]] = set()
+    every_database = False
     for event in ordered:
         db = (event.dbName or "").lower()
         if event.eventType in DB_EVENTS and db:
@@ -143,13 +149,21 @@ def plan_events(fresh: Sequence[Any], last: int) -> EventPlan:
             tables.add((db, event.tableName.lower()))
             if event.eventType in _NAME_EVENTS:
                 dbs.add(db)
-    return EventPlan(gap, tuple(sorted(dbs)), tuple(sorted(tables)))
+            if event.eventType == "ALTER_TABLE":  # a rename's old name is in the message
+                before = messages.table_before(event)
+                if isinstance(before, messages.Unreadable):
+                    every_database = True
+                else:
+                    dbs.add(before[0])
+    return EventPlan(gap, tuple(sorted(dbs)), tuple(sorted(tables)), every_database)
 
 
 class EventActions(Protocol):
     """What applying events does to the catalog (the detector implements it)."""
 
     def relist(self, db: str) -> None: ...
+
+    def databases(self) -> list[str]: ...
 
     def known(self, db: str, table: str) -> bool: ...
 
@@ -162,8 +176,9 @@ def apply_events(plan: EventPlan, actions: EventActions) -> None:
     A table in a relisted database is reloaded only if the catalog still holds
     it after the relist (so an event for a table dropped since brings nothing back).
     """
-    for db in plan.dbs:
+    dbs = set(plan.dbs) | (set(actions.databases()) if plan.every_database else set())
+    for db in sorted(dbs):
         actions.relist(db)
     for db, table in plan.tables:
-        if db not in plan.dbs or actions.known(db, table):
+        if db not in dbs or actions.known(db, table):
             actions.reload(db, table)

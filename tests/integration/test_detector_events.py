@@ -229,3 +229,24 @@ def test_expired_events_lead_to_a_fingerprint_pass(tmp_path: Path, hms_cache_dir
             assert cd.detector.stats.last_event_id == client.get_current_notification_event_id()
             cd.cycle()  # and it keeps following events afterwards
             assert cd.detector.stats.event_gaps == 1 and cd.detector.stats.errors == 0
+
+
+def test_a_rename_into_another_database_leaves_no_table_behind(
+    events_hms: EmbeddedMetastore,
+) -> None:
+    # HMS names an ALTER_TABLE event after the new table; the old name is only in the
+    # event's message. Relisting the new table's database alone would keep the old one.
+    src, dst = "det_mv_from", "det_mv_to"
+    with catalogd(events_hms.uri) as cd, MetastoreClient(events_hms.uri) as client:
+        location = create_database(client, events_hms, src)
+        create_database(client, events_hms, dst)
+        client.call("create_table", thrift_table(src, "t", f"{location}/t", columns=[("id", "int")]))
+        cd.cycle()
+        assert f"TABLE:{src}.t" in cd.state()
+        moved = client.call("get_table", src, "t")
+        moved.dbName = dst
+        client.call("alter_table", src, "t", moved)
+        cd.cycle()
+        state = cd.state()
+        assert f"TABLE:{dst}.t" in state and f"TABLE:{src}.t" not in state
+        assert state == fresh_load(events_hms.uri)
