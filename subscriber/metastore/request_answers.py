@@ -53,6 +53,7 @@ _UNLOADED = idl.catalog_objects.TTableType.UNLOADED_TABLE
 _DEFAULT_CATALOG = "hive"
 _PARAMS = "hive_filter_field_params__"
 _OWNER = "hive_filter_field_owner__"
+_NO_TABLE = hms.Table(parameters={})
 _FILTER = re.compile(
     r"\s*(?P<key>[A-Za-z0-9_]+)\s*(?P<op>=|(?i:like))\s*"
     r"(?P<q>[\"'])(?P<value>[A-Za-z0-9_]+)(?P=q)\s*"
@@ -159,6 +160,7 @@ class RequestAnswers:
         self._lookups.follows(db)
         if database_key(db) not in view.objects:
             raise Forward(f"database {db} not in the cache")
+        _selects(text, _NO_TABLE)  # a filter HMS rejects is HMS's error, tables or not
         tables = self._tables(view, db)
         found = sorted(name for name, table in tables if _selects(text, table))
         max_tables = -1 if args.max_tables is None else args.max_tables
