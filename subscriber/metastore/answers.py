@@ -30,7 +30,14 @@ from typing import Any
 import idl
 from subscriber.cache import CacheView
 from subscriber.memo import BoundedMemo
-from subscriber.metastore import catalogs, filters, function_answers, orders, shapes
+from subscriber.metastore import (
+    catalogs,
+    filters,
+    function_answers,
+    orders,
+    request_answers,
+    shapes,
+)
 from subscriber.metastore.framing import struct_list_success, success_struct
 from subscriber.metastore.rows import Rows, same, token
 from subscriber.metastore.shapes import Forward
@@ -69,6 +76,8 @@ class CacheAnswers:
         self._rows: dict[str, Rows] = {}
         self.upstream_reads_catalogs: bool | None = None
         """Whether the HMS stood in for reads ``@hive#db`` (set from a probe)."""
+        self.upstream_serves_requests: bool | None = None
+        """Whether it has Hive 4's request calls (``get_database_req``; a probe)."""
         self.orders = orders.RowOrders()
         """HMS's row orders learnt from its answers (several tables, all functions)."""
         self._handlers: dict[str, Callable[[CacheView, Any], bytes]] = {
@@ -98,7 +107,7 @@ class CacheAnswers:
             "get_partition_with_auth": self._get_partition,
             "get_partition_by_name": self._get_partition_by_name,
         }
-        for group in (function_answers.FunctionAnswers,):
+        for group in (function_answers.FunctionAnswers, request_answers.RequestAnswers):
             self._handlers.update(group(self).handlers())
 
     @property

@@ -7,6 +7,12 @@ when the HMS it stands in for reads the marker, so :class:`Dialect` asks once, i
 background: ``get_database("@hive#default")`` (every HMS has ``default``) succeeds on
 HMS 3.1+ and raises ``NoSuchObjectException`` on 2.3. Until it knows (HMS down, or the
 probe not answered yet), calls with qualified names are forwarded: always correct.
+
+The same thread then asks whether the HMS has Hive 4's request calls:
+``get_database_req`` of ``hive.default`` succeeds on HMS 4.0+ and is an unknown method
+(``TApplicationException``) on 2.3 and 3.1 (``serves_requests``, told to
+``on_known``). A cached answer to a call the upstream HMS lacks would be wrong, so
+those calls are answered only once this is True.
 """
 
 from __future__ import annotations
@@ -26,18 +32,22 @@ __all__ = ["Dialect"]
 log = logging.getLogger(__name__)
 _SERVICE = idl.hive_metastore.ThriftHiveMetastore
 _PROBE = "get_database"
+_REQUEST_PROBE = "get_database_req"
 
 
 class Dialect:
-    """See the module docstring. ``reads_catalogs`` is None until known."""
+    """See the module docstring. ``reads_catalogs`` and ``serves_requests`` are None
+    until known; ``on_known(fact, value)`` is called once with each fact's name
+    (``"reads_catalogs"``, ``"serves_requests"``) and value, from the probe's thread."""
 
     def __init__(
         self,
         upstream: str,
-        on_known: Callable[[bool], None] = lambda _: None,
+        on_known: Callable[[str, bool], None] = lambda fact, known: None,
         retry_s: float = 5.0,
     ) -> None:
         self.reads_catalogs: bool | None = None
+        self.serves_requests: bool | None = None
         self._on_known = on_known
         self._uri = upstream
         self._retry_s = retry_s
@@ -53,7 +63,32 @@ class Dialect:
 
     def _run(self) -> None:
         args = _SERVICE.get_database_args(name="@hive#default")
-        message = framing.header_bytes(_PROBE, framing.CALL, 1) + codec.encode(args)
+        reads = self._ask(framing.header_bytes(_PROBE, framing.CALL, 1) + codec.encode(args))
+        if reads is None:
+            return
+        self.reads_catalogs = reads
+        self._on_known("reads_catalogs", reads)
+        log.info(
+            "HMS endpoint: the HMS at %s %s catalog-qualified database names",
+            self._uri,
+            "reads" if reads else "does not read (HMS 2.x)",
+        )
+        request = idl.hive_metastore.GetDatabaseRequest(name="default", catalogName="hive")
+        args = _SERVICE.get_database_req_args(request=request)
+        message = framing.header_bytes(_REQUEST_PROBE, framing.CALL, 2) + codec.encode(args)
+        serves = self._ask(message)
+        if serves is None:
+            return
+        self.serves_requests = serves
+        self._on_known("serves_requests", serves)
+        log.info(
+            "HMS endpoint: the HMS at %s %s Hive 4's request calls",
+            self._uri,
+            "has" if serves else "lacks (HMS 2.x/3.x)",
+        )
+
+    def _ask(self, message: bytes) -> bool | None:
+        """Whether HMS answered ``message`` with success (None: stopped first)."""
         while not self._stop.is_set():
             upstream = Upstream(self._uri, connect_timeout_s=5.0, call_timeout_s=30.0)
             try:
@@ -63,11 +98,5 @@ class Dialect:
                 continue
             finally:
                 upstream.close()
-            self.reads_catalogs = reply is not None and replies.succeeded(reply)
-            self._on_known(self.reads_catalogs)
-            log.info(
-                "HMS endpoint: the HMS at %s %s catalog-qualified database names",
-                self._uri,
-                "reads" if self.reads_catalogs else "does not read (HMS 2.x)",
-            )
-            return
+            return reply is not None and replies.succeeded(reply)
+        return None

@@ -8,7 +8,7 @@
 
 Threads: ``catalogd-hms-endpoint`` accepts; each client connection gets a thread
 (``catalogd-hms-conn-N``) owning the client socket and its upstream socket; one
-probe (:mod:`~subscriber.metastore.dialect`) learns whether HMS reads ``@hive#db``.
+probe (:mod:`~subscriber.metastore.dialect`) learns what HMS reads (``@hive#db``, Hive 4 calls).
 
 Per call (binary protocol, unframed; see :mod:`subscriber.metastore.framing`):
 
@@ -153,8 +153,8 @@ class MetastoreEndpoint:
             subscriber.decoder, None if databases is None else frozenset(databases)
         )
         self._config_memo: dict[bytes, bytes] = {}
-        self._dialect = Dialect(
-            config.upstream, lambda known: setattr(self._answers, "upstream_reads_catalogs", known)
+        self._dialect = Dialect(  # facts: reads_catalogs, serves_requests
+            config.upstream, lambda fact, known: setattr(self._answers, f"upstream_{fact}", known)
         )
         self._readback = ReadBack(
             config.write_wait_s, self.stats, databases, subscriber.request_reload
