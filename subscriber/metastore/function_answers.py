@@ -37,6 +37,10 @@ class Lookups(Protocol):
     decode: Callable[[Entry], Any]
     databases: frozenset[str] | None
     orders: orders.RowOrders
+    upstream_reads_catalogs: bool | None
+    """Whether the upstream HMS reads ``@hive#db`` (3.1+; None: not known yet)."""
+    upstream_serves_requests: bool | None
+    """Whether it has Hive 4's request calls (4.0+; None: not known yet)."""
 
     def follows(self, db: str) -> None: ...
 

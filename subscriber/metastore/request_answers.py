@@ -127,14 +127,14 @@ class RequestAnswers:
 
     def _upstream(self) -> str:
         """``"2"`` (HMS 2.x) or ``"4"`` (HMS 4.x), as probed; Forward otherwise."""
-        if getattr(self._lookups, "upstream_serves_requests", None) is True:
+        if self._lookups.upstream_serves_requests is True:
             return "4"
-        if getattr(self._lookups, "upstream_reads_catalogs", None) is False:
+        if self._lookups.upstream_reads_catalogs is False:
             return "2"
         raise Forward("the upstream HMS's version is not known yet, or is 3.x")
 
     def _get_database_req(self, view: CacheView, args: Any) -> bytes:
-        if getattr(self._lookups, "upstream_serves_requests", None) is not True:
+        if self._lookups.upstream_serves_requests is not True:
             raise Forward("get_database_req: the upstream HMS may not have it (HMS 4.0+)")
         req = args.request
         if req is None or req.name is None or req.catalogName is None:
