@@ -37,6 +37,7 @@ from subscriber.metastore import (
     orders,
     request_answers,
     shapes,
+    spec_answers,
 )
 from subscriber.metastore.framing import struct_list_success, success_struct
 from subscriber.metastore.rows import Rows, same, token
@@ -107,7 +108,12 @@ class CacheAnswers:
             "get_partition_with_auth": self._get_partition,
             "get_partition_by_name": self._get_partition_by_name,
         }
-        for group in (function_answers.FunctionAnswers, request_answers.RequestAnswers):
+        groups = (
+            function_answers.FunctionAnswers,
+            request_answers.RequestAnswers,
+            spec_answers.SpecAnswers,
+        )
+        for group in groups:
             self._handlers.update(group(self).handlers())
 
     @property
@@ -266,7 +272,7 @@ class CacheAnswers:
 
     # -- partitions -------------------------------------------------------------------
 
-    def _partitioned(self, view: CacheView, db: str, name: str) -> tuple[Any, Rows]:
+    def partitioned(self, view: CacheView, db: str, name: str) -> tuple[Any, Rows]:
         found = self._table(view, db, name)
         if found is None:
             raise Forward(f"table {db}.{name} not in the cache")  # HMS's answer varies by call
@@ -298,7 +304,7 @@ class CacheAnswers:
         return struct_list_success([self._partition_bytes(table, e) for e in entries])
 
     def _get_partition_names(self, view: CacheView, args: Any) -> bytes:
-        _, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        _, rows = self.partitioned(view, args.db_name or "", args.tbl_name or "")
         names = [row[0] for row in rows.rows]
         # HMS 2.3 (measured): names take max_parts only when positive; 0 is "all".
         if args.max_parts is not None and args.max_parts > 0:
@@ -306,11 +312,11 @@ class CacheAnswers:
         return shapes.strings(names)
 
     def _get_partitions(self, view: CacheView, args: Any) -> bytes:
-        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        table, rows = self.partitioned(view, args.db_name or "", args.tbl_name or "")
         return self._partitions(table, rows.rows, args.max_parts, rows)
 
     def _get_partitions_with_auth(self, view: CacheView, args: Any) -> bytes:
-        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        table, rows = self.partitioned(view, args.db_name or "", args.tbl_name or "")
         if (table.parameters or {}).get("PARTITION_LEVEL_PRIVILEGE", "").upper() == "TRUE":
             raise Forward("partition-level privileges are filled in by HMS")
         # HMS 2.3 (measured): here max_parts 0 is "all", as for names.
@@ -318,7 +324,7 @@ class CacheAnswers:
         return self._partitions(table, rows.rows, max_parts, rows)
 
     def _ps_rows(self, view: CacheView, args: Any, method: str) -> tuple[Any, list[Any], Rows]:
-        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        table, rows = self.partitioned(view, args.db_name or "", args.tbl_name or "")
         if (table.parameters or {}).get("PARTITION_LEVEL_PRIVILEGE", "").upper() == "TRUE":
             raise Forward("partition-level privileges are filled in by HMS")
         wanted = list(args.part_vals or [])
@@ -354,13 +360,13 @@ class CacheAnswers:
         return shapes.strings(names)
 
     def _get_partitions_by_names(self, view: CacheView, args: Any) -> bytes:
-        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        table, rows = self.partitioned(view, args.db_name or "", args.tbl_name or "")
         wanted = set(args.names or [])
         found = [row for row in rows.rows if row[0] in wanted]
         return self._partitions(table, found, None, rows)
 
     def _filtered(self, view: CacheView, args: Any) -> tuple[Any, list[Any], Rows]:
-        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        table, rows = self.partitioned(view, args.db_name or "", args.tbl_name or "")
         if args.filter == "":
             return table, rows.rows, rows  # HMS 2.3: the empty filter selects every one
         columns = [(k.name, k.type) for k in table.partitionKeys or []]
@@ -379,7 +385,7 @@ class CacheAnswers:
         return success_struct(I32, len(found).to_bytes(4, "big", signed=True))
 
     def _get_partition(self, view: CacheView, args: Any) -> bytes:
-        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        table, rows = self.partitioned(view, args.db_name or "", args.tbl_name or "")
         if (table.parameters or {}).get("PARTITION_LEVEL_PRIVILEGE", "").upper() == "TRUE":
             raise Forward("partition-level privileges are filled in by HMS")
         values = list(args.part_vals or [])
@@ -393,7 +399,7 @@ class CacheAnswers:
         return success_struct(STRUCT, self._one_partition(table, row, rows))
 
     def _get_partition_by_name(self, view: CacheView, args: Any) -> bytes:
-        table, rows = self._partitioned(view, args.db_name or "", args.tbl_name or "")
+        table, rows = self.partitioned(view, args.db_name or "", args.tbl_name or "")
         row = rows.names.get(args.part_name or "")
         if row is None:
             raise Forward("partition name not found as spelt: HMS normalises it")

@@ -2,47 +2,29 @@
 ``get_functions``, ``get_function``.
 
 A handler group of :class:`~subscriber.metastore.answers.CacheAnswers`, which gives
-it the shared lookups (:class:`Lookups`). HMS 2.3 lists every function in its
-database's row order, so ``get_all_functions`` of two or more is answered in the
-order learnt from HMS (:mod:`subscriber.metastore.orders`); names are matched the
+it the shared lookups (:class:`~subscriber.metastore.lookups.Lookups`). HMS 2.3 lists
+every function in its database's row order, so ``get_all_functions`` of two or more
+is answered in the order learnt from HMS (:mod:`subscriber.metastore.orders`); names are matched the
 way HMS matches them (the name asked for lower-cased, the stored name as is).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import idl
 from subscriber.cache import CacheView
 from subscriber.metastore import orders, shapes
 from subscriber.metastore.framing import success_struct
+from subscriber.metastore.lookups import Handler, Lookups
 from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec
 from subscriber.protocol.binary import STRUCT
-from subscriber.protocol.delta import Entry
 from subscriber.protocol.keys import FUNCTION_PREFIX, GLOBAL
 
 __all__ = ["FunctionAnswers", "Handler", "Lookups"]
 
 hms = idl.hive_metastore
-
-Handler = Callable[[CacheView, Any], bytes]
-"""(cache view, decoded args) -> the encoded ``<method>_result`` struct."""
-
-
-class Lookups(Protocol):
-    """What a handler group uses of :class:`~subscriber.metastore.answers.CacheAnswers`."""
-
-    decode: Callable[[Entry], Any]
-    databases: frozenset[str] | None
-    orders: orders.RowOrders
-    upstream_reads_catalogs: bool | None
-    """Whether the upstream HMS reads ``@hive#db`` (3.1+; None: not known yet)."""
-    upstream_serves_requests: bool | None
-    """Whether it has Hive 4's request calls (4.0+; None: not known yet)."""
-
-    def follows(self, db: str) -> None: ...
 
 
 class FunctionAnswers:

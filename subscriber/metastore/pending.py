@@ -297,6 +297,7 @@ _READS: dict[str, Callable[[Any], Read]] = {
             "get_partition",
             "get_partition_with_auth",
             "get_partition_by_name",
+            "get_partitions_pspec",
         ),
         _partitions,
     ),
