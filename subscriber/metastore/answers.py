@@ -38,6 +38,7 @@ from subscriber.metastore import (
     request_answers,
     shapes,
     spec_answers,
+    value_answers,
 )
 from subscriber.metastore.framing import struct_list_success, success_struct
 from subscriber.metastore.rows import Rows, same, token
@@ -112,6 +113,7 @@ class CacheAnswers:
             function_answers.FunctionAnswers,
             request_answers.RequestAnswers,
             spec_answers.SpecAnswers,
+            value_answers.ValueAnswers,
         )
         for group in groups:
             self._handlers.update(group(self).handlers())

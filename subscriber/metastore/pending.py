@@ -251,6 +251,11 @@ def _req_tables(args: Any) -> Read:
     return EVERYTHING if req is None else _tables(req.dbName, req.tblNames)
 
 
+def _values(args: Any) -> Read:
+    req = args.request
+    return EVERYTHING if req is None else _table(req.dbName, req.tblName)
+
+
 def _partitions(args: Any) -> Read:
     return _table(args.db_name, args.tbl_name)
 
@@ -283,6 +288,7 @@ _READS: dict[str, Callable[[Any], Read]] = {
     "get_all_functions": lambda a: DATABASES,
     "get_functions": lambda a: _database(a.dbName),
     "get_function": lambda a: _database(a.dbName),
+    "get_partition_values": _values,
     **dict.fromkeys(
         (
             "get_partitions_with_auth",
