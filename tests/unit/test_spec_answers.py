@@ -126,3 +126,66 @@ def test_sd_group_key_is_finer_than_hms_string_key() -> None:
     sd.serdeInfo = None
     with pytest.raises(Forward):
         sd_group_key(sd)
+
+
+# -- get_partition_values ---------------------------------------------------------------
+
+
+def _values_cache() -> tuple[CacheAnswers, Any]:
+    table = builders.thrift_table(
+        "db", "v", "/w/v", columns=[("c", "string")],
+        partition_keys=[("p", "string"), ("q", "int")],
+    )  # fmt: skip
+    parts = builders.thrift_partitions(table, [["a", "2"], ["b", "2"], ["a", "10"], ["a/b", "1"]])
+    objects = {**convert.database_objects(hms.Database(name="db", locationUri="/w")),
+               **convert.table_objects(table, parts)}  # fmt: skip
+    view = build_view("svc", 3, [Entry(k, 3, p) for k, p in convert.encode_all(objects).items()])
+    answers = CacheAnswers(ObjectDecoder())
+    answers.upstream_reads_catalogs = True  # HMS 3.1 (2.3.10 answers the same)
+    return answers, view
+
+
+def _values(answers: CacheAnswers, view: Any, **fields: Any) -> list[list[str]]:
+    fields = {"dbName": "db", "tblName": "v", "partitionKeys": [hms.FieldSchema(name="p")],
+              **fields}  # fmt: skip
+    args = svc.get_partition_values_args(request=hms.PartitionValuesRequest(**fields))
+    result = answers.answer(view, "get_partition_values", args)
+    response = codec.decode(svc.get_partition_values_result, result).success
+    return [row.row for row in response.partitionValues]
+
+
+def test_filtered_values_are_every_value_of_each_match_by_name() -> None:
+    answers, view = _values_cache()
+    assert _values(answers, view, filter='p = "a"') == [["a", "10"], ["a", "2"]]
+    assert _values(answers, view, filter="q = 2", maxParts=1) == [["a", "2"]]
+    assert _values(answers, view, filter="q = 2", maxParts=0) == []
+    descending = _values(answers, view, filter='p != "x"', ascending=False)
+    # by the escaped name, "p=a%2Fb/q=1" last: Java's reverse String order
+    assert descending == [["b", "2"], ["a", "2"], ["a", "10"], ["a/b", "1"]]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},  # no filter: HMS's database row order
+        {"filter": ""},
+        {"filter": 'p like "a.*"'},
+        {"filter": 'p = "a"', "ascending": False, "maxParts": 1},  # cut descending
+        {"filter": 'p = "a"', "maxParts": 1 << 20},
+        {"filter": 'p = "a"', "catName": "other"},
+        {"filter": 'p = "a"', "partitionKeys": []},
+        {"filter": 'p = "a"', "tblName": "nosuch"},
+        {"filter": 'p = "a"', "tblName": " v"},
+    ],
+)
+def test_values_hms_would_answer_otherwise_are_forwarded(fields: dict[str, Any]) -> None:
+    answers, view = _values_cache()
+    with pytest.raises(Forward):
+        _values(answers, view, **fields)
+
+
+def test_values_are_forwarded_until_the_upstream_is_known() -> None:
+    answers, view = _values_cache()
+    answers.upstream_reads_catalogs = None
+    with pytest.raises(Forward):
+        _values(answers, view, filter='p = "a"')
