@@ -19,6 +19,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import idl
 from catalogd.hms.builders import thrift_table
@@ -30,16 +31,14 @@ hms = idl.hive_metastore
 DB = "cbench"
 
 
-def constraint_calls(raw: object, names: list[str]) -> None:
+def constraint_calls(raw: Any, names: list[str]) -> None:
     for name in names:
-        raw.get_primary_keys(hms.PrimaryKeysRequest(db_name=DB, tbl_name=name))  # type: ignore[attr-defined]
-        raw.get_foreign_keys(  # type: ignore[attr-defined]
-            hms.ForeignKeysRequest(foreign_db_name=DB, foreign_tbl_name=name)
-        )
-        raw.get_unique_constraints(  # type: ignore[attr-defined]
+        raw.get_primary_keys(hms.PrimaryKeysRequest(db_name=DB, tbl_name=name))
+        raw.get_foreign_keys(hms.ForeignKeysRequest(foreign_db_name=DB, foreign_tbl_name=name))
+        raw.get_unique_constraints(
             hms.UniqueConstraintsRequest(catName="hive", db_name=DB, tbl_name=name)
         )
-        raw.get_not_null_constraints(  # type: ignore[attr-defined]
+        raw.get_not_null_constraints(
             hms.NotNullConstraintsRequest(catName="hive", db_name=DB, tbl_name=name)
         )
 
@@ -50,27 +49,29 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="constraint-bench-"))
-    with EmbeddedMetastore(root / "hms", version="3.1", cache_dir=root / "cache") as metastore:
-        with MetastoreClient(metastore.uri, timeout_s=300) as client:
-            raw = client.raw
-            raw.create_database(hms.Database(name=DB, description="", locationUri=f"file:{root}/w"))
-            names = [f"t{i:05d}" for i in range(args.tables)]
-            for name in names:
-                raw.create_table(
-                    thrift_table(DB, name, f"file:{root}/w/{name}", columns=[("x", "int")])
-                )
-            loads, extras = [], []
-            for n in range(args.rounds + 1):  # round 0 warms the HMS's JIT
-                started = time.monotonic()
-                load_catalog(ThriftSource(client))
-                load_s = time.monotonic() - started
-                started = time.monotonic()
-                constraint_calls(raw, names)
-                extra_s = time.monotonic() - started
-                print(f"  round {n}: load {load_s:.3f} s, constraints {extra_s:.3f} s")
-                if n:
-                    loads.append(load_s)
-                    extras.append(extra_s)
+    with (
+        EmbeddedMetastore(root / "hms", version="3.1", cache_dir=root / "cache") as metastore,
+        MetastoreClient(metastore.uri, timeout_s=300) as client,
+    ):
+        raw = client.raw
+        raw.create_database(hms.Database(name=DB, description="", locationUri=f"file:{root}/w"))
+        names = [f"t{i:05d}" for i in range(args.tables)]
+        for name in names:
+            raw.create_table(
+                thrift_table(DB, name, f"file:{root}/w/{name}", columns=[("x", "int")])
+            )
+        loads, extras = [], []
+        for n in range(args.rounds + 1):  # round 0 warms the HMS's JIT
+            started = time.monotonic()
+            load_catalog(ThriftSource(client))
+            load_s = time.monotonic() - started
+            started = time.monotonic()
+            constraint_calls(raw, names)
+            extra_s = time.monotonic() - started
+            print(f"  round {n}: load {load_s:.3f} s, constraints {extra_s:.3f} s")
+            if n:
+                loads.append(load_s)
+                extras.append(extra_s)
     load, extra = statistics.median(loads), statistics.median(extras)
     print(
         f"{args.tables} tables: load {load:.3f} s ({1000 * load / args.tables:.2f} ms/table), "

@@ -97,14 +97,13 @@ class SpecAnswers:
         if _grouping_enabled(table):
             specs = _grouped(table, partitions)
         else:
-            location = table.sd.location if table.sd is not None else None
             if table.sd is None:
                 raise Forward("a table without SD: HMS's own error")
             specs = [
                 hms.PartitionSpec(
                     dbName=db.lower(),
                     tableName=name.lower(),
-                    rootPath=location,
+                    rootPath=table.sd.location,
                     partitionList=hms.PartitionListComposingSpec(partitions=partitions),
                 )
             ]
