@@ -24,6 +24,8 @@ hms = idl.hive_metastore
 
 DEFAULT_CATALOG = "hive"
 _DB_ARGS = ("dbname", "db_name", "dbName")
+# Answers that repeat the catalog of "@cat#db" as the client spelt it (HMS 3.1).
+_ECHO_CATALOG = frozenset({"get_partitions_pspec"})
 # Request-struct fields the cached answers honour (others: forward), and values of
 # other fields that mean "nothing asked" (Hive 4's IDL defaults, sent by its clients).
 _REQUEST_FIELDS = frozenset({"dbName", "tblName", "tblNames", "catName", "capabilities"})
@@ -73,6 +75,8 @@ def unqualify(method: str, args: Any, upstream_reads_catalogs: bool | None = Tru
         value = getattr(args, attr, None)
         if isinstance(value, str) and value.startswith("@"):
             _readable(upstream_reads_catalogs)
+            if method in _ECHO_CATALOG and split(value)[0] != DEFAULT_CATALOG:
+                raise Forward(f"{method}: HMS answers the catalog as spelt")
             setattr(args, attr, _database(value))
     pattern = getattr(args, "pattern", None)
     if method == "get_databases" and isinstance(pattern, str) and pattern.startswith("@"):

@@ -1,4 +1,4 @@
-"""``get_partitions_pspec`` answered from a cache view, as HMS 2.3 builds it (pure).
+"""``get_partitions_pspec`` answered from a cache view, as HMS 2.3 and 3.1 build it (pure).
 
 A handler group of :class:`~subscriber.metastore.answers.CacheAnswers` (shared
 lookups: :class:`~subscriber.metastore.lookups.Lookups`). What HMS 2.3.10 does, read
@@ -23,11 +23,13 @@ in its ``HiveMetaStore.HMSHandler`` (``get_partitions_pspec``,
   ``partitionList`` spec without ``rootPath``. Groups come in Java ``HashMap`` order:
   two or more groups are forwarded, not guessed.
 
-HMS 3.1 and 4.0 build the ungrouped spec from the catalog-qualified name as the
-client spelt it (3.1: ``catName`` and ``dbName`` as parsed, 4.0: both normalised) and
-differ in ``max_parts`` (3.1 casts it to ``short``, 4.0 does not); the cache sees the
-name after :func:`~subscriber.metastore.catalogs.unqualify`, so against HMS 3.1+, and
-until the upstream's version is known, the call is forwarded.
+HMS 3.1.3 does the same, but names the ungrouped spec from the database argument as
+parsed (``@cat#db`` or ``db``: ``catName`` the catalog as spelt, else the default
+``hive``; ``dbName`` not lower-cased): the cache sees the name after
+:func:`~subscriber.metastore.catalogs.unqualify`, which forwards this call when the
+catalog is not spelt ``hive``. HMS 4.0 lower-cases both and does not cast
+``max_parts`` to a ``short``: against 4.x (it serves Hive 4's request calls), and until
+the upstream's version is known, the call is forwarded.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 
 import idl
 from subscriber.cache import CacheView
+from subscriber.metastore.catalogs import DEFAULT_CATALOG
 from subscriber.metastore.framing import success_struct
 from subscriber.metastore.lookups import Handler, Lookups
 from subscriber.metastore.shapes import Forward, struct_list
@@ -80,13 +83,9 @@ class SpecAnswers:
         return {"get_partitions_pspec": self._get_partitions_pspec}
 
     def _get_partitions_pspec(self, view: CacheView, args: Any) -> bytes:
-        if self._lookups.upstream_reads_catalogs is not False:
-            known = self._lookups.upstream_reads_catalogs is not None
-            raise Forward(
-                "HMS 3.1+ spells the spec's names as the client did"
-                if known
-                else "the upstream HMS's version is not known yet"
-            )
+        hms3 = self._lookups.upstream_reads_catalogs
+        if hms3 is None or (hms3 and self._lookups.upstream_serves_requests is not False):
+            raise Forward("HMS 4.x, or the upstream HMS's version not known yet")
         db, name = args.db_name or "", args.tbl_name or ""
         if not (db.isascii() and name.isascii()):
             raise Forward("non-ASCII names: Java's toLowerCase")  # the spec repeats them
@@ -101,10 +100,11 @@ class SpecAnswers:
                 raise Forward("a table without SD: HMS's own error")
             specs = [
                 hms.PartitionSpec(
-                    dbName=db.lower(),
+                    dbName=db if hms3 else db.lower(),
                     tableName=name.lower(),
                     rootPath=table.sd.location,
                     partitionList=hms.PartitionListComposingSpec(partitions=partitions),
+                    catName=DEFAULT_CATALOG if hms3 else None,
                 )
             ]
         items = [codec.encode(spec, check=False) for spec in specs]

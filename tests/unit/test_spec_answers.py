@@ -108,12 +108,28 @@ def test_two_sd_groups_are_forwarded_one_is_served() -> None:
     assert len(_pspec(answers, view, 1)) == 1  # one partition selected: one group
 
 
-@pytest.mark.parametrize("known", [None, True])
-def test_forwarded_unless_the_upstream_is_known_to_be_hms_2(known: bool | None) -> None:
+@pytest.mark.parametrize(
+    ("reads_catalogs", "serves_requests"), [(None, None), (True, None), (True, True)]
+)
+def test_forwarded_against_hms_4_or_an_upstream_not_known(
+    reads_catalogs: bool | None, serves_requests: bool | None
+) -> None:
     answers, view, _, _ = _cache(None, {"a": "/w/t/p=a"})
-    answers.upstream_reads_catalogs = known
+    answers.upstream_reads_catalogs = reads_catalogs
+    answers.upstream_serves_requests = serves_requests
     with pytest.raises(Forward):
         _pspec(answers, view)
+
+
+def test_hms_3_names_the_spec_by_the_database_as_asked_and_its_catalog() -> None:
+    answers, view, _, _ = _cache(None, {"a": "/w/t/p=a"})
+    answers.upstream_reads_catalogs, answers.upstream_serves_requests = True, False
+    (spec,) = _pspec(answers, view, db="DB")
+    assert (spec.catName, spec.dbName, spec.tableName) == ("hive", "DB", "t")
+    (spec,) = _pspec(answers, view, db="@hive#Db")
+    assert (spec.catName, spec.dbName) == ("hive", "Db")
+    with pytest.raises(Forward, match="spelt"):
+        _pspec(answers, view, db="@HIVE#db")  # HMS 3.1 answers catName "HIVE"
 
 
 def test_sd_group_key_is_finer_than_hms_string_key() -> None:
