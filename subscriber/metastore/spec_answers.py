@@ -1,4 +1,5 @@
-"""``get_partitions_pspec`` answered from a cache view, as HMS 2.3 and 3.1 build it (pure).
+"""``get_partitions_pspec`` answered from a cache view, as HMS 2.3, 3.1 and 4.0 build it
+(pure).
 
 A handler group of :class:`~subscriber.metastore.answers.CacheAnswers` (shared
 lookups: :class:`~subscriber.metastore.lookups.Lookups`). What HMS 2.3.10 does, read
@@ -23,13 +24,13 @@ in its ``HiveMetaStore.HMSHandler`` (``get_partitions_pspec``,
   ``partitionList`` spec without ``rootPath``. Groups come in Java ``HashMap`` order:
   two or more groups are forwarded, not guessed.
 
-HMS 3.1.3 does the same, but names the ungrouped spec from the database argument as
-parsed (``@cat#db`` or ``db``: ``catName`` the catalog as spelt, else the default
-``hive``; ``dbName`` not lower-cased): the cache sees the name after
+HMS 3.1.3 and 4.0.1 do the same, checked against both, but name the ungrouped spec
+from the database argument as parsed (``@cat#db`` or ``db``): 3.1 sets ``catName`` to
+the catalog as spelt (else the default ``hive``) and ``dbName`` as given, 4.0 both
+lower-cased; 4.0 also names the grouped specs' catalog. The cache sees the name after
 :func:`~subscriber.metastore.catalogs.unqualify`, which forwards this call when the
-catalog is not spelt ``hive``. HMS 4.0 lower-cases both and does not cast
-``max_parts`` to a ``short``: against 4.x (it serves Hive 4's request calls), and until
-the upstream's version is known, the call is forwarded.
+catalog is not spelt ``hive``. Until the upstream's version is known (2.x, 3.x or 4.x:
+:mod:`~subscriber.metastore.dialect`) the call is forwarded.
 """
 
 from __future__ import annotations
@@ -83,9 +84,10 @@ class SpecAnswers:
         return {"get_partitions_pspec": self._get_partitions_pspec}
 
     def _get_partitions_pspec(self, view: CacheView, args: Any) -> bytes:
-        hms3 = self._lookups.upstream_reads_catalogs
-        if hms3 is None or (hms3 and self._lookups.upstream_serves_requests is not False):
-            raise Forward("HMS 4.x, or the upstream HMS's version not known yet")
+        reads_catalogs = self._lookups.upstream_reads_catalogs  # HMS 3.1+
+        hms4 = self._lookups.upstream_serves_requests
+        if reads_catalogs is None or (reads_catalogs and hms4 is None):
+            raise Forward("the upstream HMS's version is not known yet")
         db, name = args.db_name or "", args.tbl_name or ""
         if not (db.isascii() and name.isascii()):
             raise Forward("non-ASCII names: Java's toLowerCase")  # the spec repeats them
@@ -94,17 +96,17 @@ class SpecAnswers:
         selected = rows.rows if limit < 0 else rows.rows[:limit]  # as get_partitions
         partitions = [self._partition(table, entry) for entry in rows.entries(selected)]
         if _grouping_enabled(table):
-            specs = _grouped(table, partitions)
+            specs = _grouped(table, partitions, DEFAULT_CATALOG if hms4 else None)
         else:
             if table.sd is None:
                 raise Forward("a table without SD: HMS's own error")
             specs = [
                 hms.PartitionSpec(
-                    dbName=db if hms3 else db.lower(),
+                    dbName=db if reads_catalogs and not hms4 else db.lower(),
                     tableName=name.lower(),
                     rootPath=table.sd.location,
                     partitionList=hms.PartitionListComposingSpec(partitions=partitions),
-                    catName=DEFAULT_CATALOG if hms3 else None,
+                    catName=DEFAULT_CATALOG if reads_catalogs else None,
                 )
             ]
         items = [codec.encode(spec, check=False) for spec in specs]
@@ -124,8 +126,9 @@ def _grouping_enabled(table: Any) -> bool:
     return value is not None and value.isascii() and value.lower() == "true"
 
 
-def _grouped(table: Any, partitions: list[Any]) -> list[Any]:
-    """HMS 2.3's grouped specs (see the module docstring)."""
+def _grouped(table: Any, partitions: list[Any], catalog: str | None) -> list[Any]:
+    """HMS's grouped specs (see the module docstring); ``catalog``: their ``catName``
+    (HMS 4 names it, 2.3 and 3.1 do not)."""
     root = table.sd.location if table.sd is not None else None
     if root is None:
         raise Forward("a table without location: HMS's own error")
@@ -158,6 +161,7 @@ def _grouped(table: Any, partitions: list[Any]) -> list[Any]:
                 tableName=table.tableName,
                 rootPath=root,
                 sharedSDPartitionSpec=hms.PartitionSpecWithSharedSD(partitions=rows, sd=shared_sd),
+                catName=catalog,
             )
         )
     if others:
@@ -166,6 +170,7 @@ def _grouped(table: Any, partitions: list[Any]) -> list[Any]:
                 dbName=table.dbName,
                 tableName=table.tableName,
                 partitionList=hms.PartitionListComposingSpec(partitions=others),
+                catName=catalog,
             )
         )
     return specs

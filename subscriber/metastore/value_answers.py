@@ -4,7 +4,7 @@ A handler group of :class:`~subscriber.metastore.answers.CacheAnswers` (shared
 lookups: :class:`~subscriber.metastore.lookups.Lookups`). What HMS does, read in
 ``ObjectStore.listPartitionValues`` of 2.3.10 (the pyspark wheel's, which has the
 method: HIVE-17466 is in 2.3), 3.1.3 and 4.0.1 (the same logic in all three) and checked
-against 2.3.10 and 3.1.3 (``tests/integration/test_hms_endpoint_specs.py``):
+against each (``tests/integration/test_hms_endpoint_specs.py``):
 
 * **No filter** (absent or ``""``): the values of the asked keys with or without SQL
   ``DISTINCT`` and *no* ``ORDER BY``: the backing database's row order (measured on

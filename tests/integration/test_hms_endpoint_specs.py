@@ -1,5 +1,5 @@
 """The HMS endpoint's partition-spec, partition-value and constraint reads against a
-real HMS 2.3.10 and 3.1.3, byte-level: zero differences, and what is claimed served is
+real HMS 2.3.10, 3.1.3 and 4.0.1, byte-level: zero differences, and what is claimed served is
 served (every other case is forwarded).
 
 :func:`populate_specs` writes tables whose ``get_partitions_pspec`` answers take every
@@ -148,7 +148,7 @@ def populate_specs(uri: str, warehouse: str) -> None:
             )
 
 
-@pytest.fixture(scope="module", params=["2.3", "3.1"])
+@pytest.fixture(scope="module", params=["2.3", "3.1", "4.x"])
 def world(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, hms_cache_dir: Path
 ) -> Iterator[tuple[str, str, MetastoreEndpoint]]:

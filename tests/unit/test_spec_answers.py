@@ -109,9 +109,9 @@ def test_two_sd_groups_are_forwarded_one_is_served() -> None:
 
 
 @pytest.mark.parametrize(
-    ("reads_catalogs", "serves_requests"), [(None, None), (True, None), (True, True)]
+    ("reads_catalogs", "serves_requests"), [(None, None), (True, None), (None, False)]
 )
-def test_forwarded_against_hms_4_or_an_upstream_not_known(
+def test_forwarded_until_the_upstream_version_is_known(
     reads_catalogs: bool | None, serves_requests: bool | None
 ) -> None:
     answers, view, _, _ = _cache(None, {"a": "/w/t/p=a"})
@@ -130,6 +130,9 @@ def test_hms_3_names_the_spec_by_the_database_as_asked_and_its_catalog() -> None
     assert (spec.catName, spec.dbName) == ("hive", "Db")
     with pytest.raises(Forward, match="spelt"):
         _pspec(answers, view, db="@HIVE#db")  # HMS 3.1 answers catName "HIVE"
+    answers.upstream_serves_requests = True  # HMS 4: both lower-cased
+    (spec,) = _pspec(answers, view, db="@hive#Db")
+    assert (spec.catName, spec.dbName) == ("hive", "db")
 
 
 def test_sd_group_key_is_finer_than_hms_string_key() -> None:
