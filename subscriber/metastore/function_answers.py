@@ -22,7 +22,7 @@ from subscriber.protocol import codec
 from subscriber.protocol.binary import STRUCT
 from subscriber.protocol.keys import FUNCTION_PREFIX, GLOBAL
 
-__all__ = ["FunctionAnswers", "Handler", "Lookups"]
+__all__ = ["FunctionAnswers"]
 
 hms = idl.hive_metastore
 

@@ -40,7 +40,7 @@ import idl
 from subscriber.cache import CacheView
 from subscriber.metastore import shapes
 from subscriber.metastore.framing import success_struct
-from subscriber.metastore.function_answers import Handler, Lookups
+from subscriber.metastore.lookups import Handler, Lookups
 from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec
 from subscriber.protocol.binary import STRUCT

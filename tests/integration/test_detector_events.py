@@ -240,7 +240,9 @@ def test_a_rename_into_another_database_leaves_no_table_behind(
     with catalogd(events_hms.uri) as cd, MetastoreClient(events_hms.uri) as client:
         location = create_database(client, events_hms, src)
         create_database(client, events_hms, dst)
-        client.call("create_table", thrift_table(src, "t", f"{location}/t", columns=[("id", "int")]))
+        client.call(
+            "create_table", thrift_table(src, "t", f"{location}/t", columns=[("id", "int")])
+        )
         cd.cycle()
         assert f"TABLE:{src}.t" in cd.state()
         moved = client.call("get_table", src, "t")

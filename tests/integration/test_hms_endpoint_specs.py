@@ -8,14 +8,16 @@ no grouping, grouping with one SD group, partitions outside the table's location
 under a location that merely starts with the table's, two SD groups (forwarded), no
 partitions, no partition keys. Each case is called through the same raw Thrift client
 directly on HMS and through the endpoint (:mod:`support.hms_diff`), as in
-``test_hms_endpoint_diff.py``. ``get_partition_values`` (in both: 2.3.10 has it) is
-called on a table of odd values with every filter shape, order and limit
+``test_hms_endpoint_diff.py``. The suite runs it against the session HMS 2.3;
+``HMS_ENDPOINT_ALL_VERSIONS=1`` adds 3.1.3 and 4.0.1. ``get_partition_values``
+(2.3.10 has it too) is called on a table of odd values with every filter shape, order and limit
 (``subscriber/metastore/value_answers.py``); the constraint reads are forwarded.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -148,7 +150,12 @@ def populate_specs(uri: str, warehouse: str) -> None:
             )
 
 
-@pytest.fixture(scope="module", params=["2.3", "3.1", "4.x"])
+# HMS 3.1.3 and 4.0.1 each start for this file alone (~60 s apiece under load): run by
+# HMS_ENDPOINT_ALL_VERSIONS=1 (recorded in docs/HMS-ENDPOINT.md), the suite keeps 2.3.
+VERSIONS = ["2.3", "3.1", "4.x"] if os.environ.get("HMS_ENDPOINT_ALL_VERSIONS") else ["2.3"]
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
 def world(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, hms_cache_dir: Path
 ) -> Iterator[tuple[str, str, MetastoreEndpoint]]:
