@@ -78,10 +78,12 @@ def _drop(uri: str) -> None:
             client.raw.drop_database(db, False, True)
 
 
-# HMS 4.0.1 (20 s to start) is opt-in for now: a call the endpoint forwards to it
-# (get_table_names_by_filter of a value differing in case) did not answer within the
-# test's timeout, not yet understood. HMS_ENDPOINT_HMS4=1 runs it.
-UPSTREAMS = ["2.3", "4.0.1"] if os.environ.get("HMS_ENDPOINT_HMS4") else ["2.3"]
+# HMS 4.0.1 (20-70 s to start) runs with HMS_ENDPOINT_ALL_VERSIONS=1. On Derby it fails
+# every table-parameter filter (JDOException: Derby cannot compare its CLOB
+# PARAM_VALUE) and the failed query leaves a lock: the same call from another
+# connection then never answers (measured with two plain clients, no endpoint between).
+# So its run leaves those filters out.
+UPSTREAMS = ["2.3", "4.0.1"] if os.environ.get("HMS_ENDPOINT_ALL_VERSIONS") else ["2.3"]
 
 
 @pytest.fixture(scope="module", params=UPSTREAMS)
@@ -148,7 +150,7 @@ FILTERS = [
 ]
 
 
-def cases() -> Iterator[tuple[str, dict[str, Any], bool]]:
+def cases(version: str = "2.3") -> Iterator[tuple[str, dict[str, Any], bool]]:
     """(method, arguments, whether the endpoint is meant to serve it on HMS 4)."""
     for name in (DB, DB.upper(), EMPTY_DB, "default", "nosuch"):
         for catalog in ("hive", "HIVE", None, "spark"):
@@ -161,6 +163,8 @@ def cases() -> Iterator[tuple[str, dict[str, Any], bool]]:
     yield "get_database_req", {"request": hms.GetDatabaseRequest(catalogName="hive")}, False
     for db in (DB, DB.upper(), EMPTY_DB, "@hive#" + DB, "nosuch"):
         for text in FILTERS:
+            if version == "4.0.1" and "_params__" in text:
+                continue  # fails on Derby, and hangs the next such call (see UPSTREAMS)
             for max_tables in (-1, 0, 2, 100):
                 evaluated = FILTERS.index(text) < 10 and db != "nosuch"
                 yield (
@@ -177,7 +181,7 @@ def test_request_reads_answer_as_hms_does(served: tuple[str, MetastoreEndpoint])
     failures, count, meant = [], 0, 0
     before = endpoint.stats.by_method()
     try:
-        for method, args, serve in cases():
+        for method, args, serve in cases(version):
             count += 1
             meant += serve
             expected = decode_reply(direct.call(method, **args))
@@ -205,11 +209,11 @@ def test_request_reads_answer_as_hms_does(served: tuple[str, MetastoreEndpoint])
         assert served_n.get("get_database_req", 0) == 0  # HMS 2.3 has no such call
     else:
         assert served_n.get("get_database_req", 0) == sum(
-            1 for m, _, s in cases() if s and m == "get_database_req"
+            1 for m, _, s in cases(version) if s and m == "get_database_req"
         )
     # get_table_names_by_filter: meant-to-serve cases are served unless HMS's own
     # order depends on what the cache cannot see (max_tables cutting rows, a bucket
     # shared by two names, a value only a collation tells apart; on HMS 2.3 "@hive#db"):
     # measured on HMS 2.3, 68 of 160.
-    meant_filter = sum(1 for m, _, s in cases() if s and m == "get_table_names_by_filter")
+    meant_filter = sum(1 for m, _, s in cases(version) if s and m == "get_table_names_by_filter")
     assert served_n.get("get_table_names_by_filter", 0) * 3 >= meant_filter
