@@ -35,6 +35,7 @@ from subscriber.metastore import (
     filters,
     function_answers,
     orders,
+    partition_requests,
     request_answers,
     shapes,
     spec_answers,
@@ -112,6 +113,7 @@ class CacheAnswers:
         groups = (
             function_answers.FunctionAnswers,
             request_answers.RequestAnswers,
+            partition_requests.PartitionRequests,
             spec_answers.SpecAnswers,
             value_answers.ValueAnswers,
         )

@@ -29,6 +29,8 @@ _ECHO_CATALOG = frozenset({"get_partitions_pspec"})
 # Request-struct fields the cached answers honour (others: forward), and values of
 # other fields that mean "nothing asked" (Hive 4's IDL defaults, sent by its clients).
 _REQUEST_FIELDS = frozenset({"dbName", "tblName", "tblNames", "catName", "capabilities"})
+# The calls whose ``req`` is checked here (other request calls check their own fields).
+_TABLE_REQUESTS = frozenset({"get_table_req", "get_table_objects_by_name_req"})
 _NEUTRAL: dict[str, tuple[Any, ...]] = {
     "id": (-1,),
     "engine": ("hive",),
@@ -84,7 +86,7 @@ def unqualify(method: str, args: Any, upstream_reads_catalogs: bool | None = Tru
         catalog, db = split(pattern)
         _check(catalog)
         args.pattern = db  # None: every database, as HMS answers for "@hive#"
-    req = getattr(args, "req", None)
+    req = getattr(args, "req", None) if method in _TABLE_REQUESTS else None
     if req is not None and hasattr(req, "thrift_spec"):
         extra = [
             name

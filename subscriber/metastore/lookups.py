@@ -31,6 +31,10 @@ class Lookups(Protocol):
     upstream_serves_requests: bool | None
     """Whether it has Hive 4's request calls (4.0+; None: not known yet)."""
 
+    def answer(self, view: CacheView, name: str, args: Any) -> bytes:
+        """The encoded ``<name>_result`` of another served call (Forward, HMS errors)."""
+        ...
+
     def follows(self, db: str) -> None:
         """Raises Forward when the subscriber does not follow ``db``."""
 

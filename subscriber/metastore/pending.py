@@ -256,6 +256,10 @@ def _values(args: Any) -> Read:
     return EVERYTHING if req is None else _table(req.dbName, req.tblName)
 
 
+def _req_partitions(req: Any) -> Read:
+    return _table(req.dbName, req.tblName)
+
+
 def _partitions(args: Any) -> Read:
     return _table(args.db_name, args.tbl_name)
 
@@ -289,6 +293,10 @@ _READS: dict[str, Callable[[Any], Read]] = {
     "get_functions": lambda a: _database(a.dbName),
     "get_function": lambda a: _database(a.dbName),
     "get_partition_values": _values,
+    "fetch_partition_names_req": lambda a: _req_partitions(a.partitionReq),
+    "get_partition_names_ps_req": lambda a: _req_partitions(a.req),
+    "get_partitions_by_filter_req": lambda a: _req_partitions(a.req),
+    "get_partitions_by_names_req": lambda a: _table(a.req.db_name, a.req.tbl_name),
     **dict.fromkeys(
         (
             "get_partitions_with_auth",
