@@ -34,6 +34,7 @@ from subscriber.metastore import (
     catalogs,
     filters,
     function_answers,
+    grant_answers,
     orders,
     request_answers,
     shapes,
@@ -111,6 +112,7 @@ class CacheAnswers:
         }
         groups = (
             function_answers.FunctionAnswers,
+            grant_answers.GrantAnswers,
             request_answers.RequestAnswers,
             spec_answers.SpecAnswers,
             value_answers.ValueAnswers,
