@@ -155,12 +155,12 @@ class GrantAnswers:
             raise Forward("privilege answers are HMS 2.x's (upstream not known to be 2.x)")
         entry = view.objects.get(principal_key(name, _TYPES[kind]))
         if entry is None:
-            raise Forward(f"principal {name} not cached (its grants were not read)")
+            raise Forward(f"principal {name} not in the cache (catalogd did not ask HMS)")
         principal = self._lookups.decode(entry).principal
         if principal is None or name not in (principal.metastore_names or ()):
-            raise Forward(f"principal {name}'s HMS grants not cached by that name")
+            raise Forward(f"principal {name}: that name's grants not in the cache")
         if principal.metastore_privileges is None or principal.metastore_roles is None:
-            raise Forward(f"principal {name} kept without its HMS grants")
+            raise Forward(f"principal {name} kept without its HMS structs")
         return entry.version, principal
 
     def _grants(self, view: CacheView, name: str, kind: int) -> tuple[int, list[Any]]:
