@@ -51,6 +51,8 @@ hms = idl.hive_metastore
 K, P = hms.HiveObjectType, hms.PrincipalType
 R = hms.HiveObjectRef
 INNER_ROLE, LOWER_ROLE, LOWER_USER = "inner22", GRANT_ROLE.lower(), GRANT_USER.lower()
+SAME_BUCKET_GROUPS, OTHER_GROUP = ("Aa", "BB"), "ops22"
+GROUPS = {GRANT_GROUP, OTHER_GROUP, *SAME_BUCKET_GROUPS}
 SERVED_WITHIN_S = 20.0
 
 
@@ -84,6 +86,10 @@ def grant_more(uri: str) -> None:
         _grant(raw, R(objectType=K.TABLE, dbName=DB, objectName="typed"), LOWER_ROLE, P.ROLE,
                "SELECT")  # fmt: skip
         _grant(raw, R(objectType=K.DATABASE, dbName=DB), "public", P.ROLE, "SELECT")
+        # Groups whose names share a String.hashCode (one HashMap bucket), and a third.
+        for group in SAME_BUCKET_GROUPS:
+            _grant(raw, R(objectType=K.GLOBAL), group, P.GROUP, "SELECT")
+        _grant(raw, R(objectType=K.TABLE, dbName=DB, objectName="t22"), OTHER_GROUP, P.GROUP, "ALL")
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +170,8 @@ USERS_AND_GROUPS = [
     (GRANT_USER, [GRANT_GROUP, "zz"]),  # a group catalogd never asked about
     ("nobody", []),
     (None, None),
+    (GRANT_USER, ["BB", "Aa", GRANT_GROUP, OTHER_GROUP]),
+    (None, ["Aa", "BB", OTHER_GROUP]),
 ]
 
 
@@ -201,12 +209,12 @@ def claimed_served(method: str, args: dict[str, Any]) -> bool:
         return (
             (principal == P.USER and name in users)
             or (principal == P.ROLE and name in roles)
-            or (principal == P.GROUP and name == GRANT_GROUP)
+            or (principal == P.GROUP and name in GROUPS)
         )
     if kind is None:
         return True  # HMS answers nothing
     user, groups = args["user_name"], args["group_names"] or []
-    return (user is None or user in users) and set(groups) <= {GRANT_GROUP}
+    return (user is None or user in users) and set(groups) <= GROUPS
 
 
 def _served(endpoint: MetastoreEndpoint, method: str) -> int:
