@@ -71,13 +71,19 @@ def java_order(keys: Iterable[str]) -> list[str] | None:
     ``String.hashCode``, insertion order within a bucket. None when a bucket would
     be a tree (then the order is not this one)."""
     ordered = list(dict.fromkeys(keys))
-    capacity = 16
-    while len(ordered) > capacity * 3 // 4:  # resized once size exceeds the threshold
-        capacity *= 2
-    buckets = [_spread(_string_hash(k)) & (capacity - 1) for k in ordered]
+    buckets = _buckets(ordered)
     if any(buckets.count(b) >= _TREEIFY for b in set(buckets)):
         return None
     return [k for _, k in sorted(zip(buckets, ordered, strict=True), key=lambda bk: bk[0])]
+
+
+def _buckets(keys: list[str]) -> list[int]:
+    """The bucket of each of ``keys`` in a default ``HashMap`` holding just them (16
+    buckets, doubled whenever the size passes three quarters)."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+    return [_spread(_string_hash(k)) & (capacity - 1) for k in keys]
 
 
 def _string_hash(value: str) -> int:
@@ -276,10 +282,7 @@ class GrantAnswers:
 
 
 def _shares_bucket(keys: list[str]) -> bool:
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
-    buckets = [_spread(_string_hash(k)) & (capacity - 1) for k in keys]
+    buckets = _buckets(keys)
     return len(set(buckets)) != len(buckets)
 
 
