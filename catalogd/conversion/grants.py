@@ -119,7 +119,7 @@ class ObjectGrantReader(Protocol):
 class HmsGrants:
     """What HMS answered: roles, memberships, grants (thriftpy2 structs, as returned).
 
-    ``probed`` lists every (name, Impala type name) whose grants were asked for;
+    ``probed`` lists every (name, Impala type name) whose grants HMS answered;
     ``exact``: every answer held only grants of the principal asked about (false: the
     metastore database compared names case-insensitively).
     """
@@ -206,19 +206,19 @@ def fetch_grants(client: GrantReader, principals: Iterable[tuple[str, str]] = ()
             if m.principalType in _FROM_HMS
         )
     privileges: list[Any] = []
+    answered: list[tuple[str, str]] = []
     exact = True
     for name, kind in sorted(probe):
         try:
             answer = client.list_privileges(name, _TO_HMS[kind])
         except NotFoundError:
             continue
+        answered.append((name, kind))
         exact = exact and all(
             p.principalName == name and p.principalType == _TO_HMS[kind] for p in answer
         )
         privileges.extend(answer)
-    return HmsGrants(
-        tuple(roles), tuple(memberships), tuple(privileges), tuple(sorted(probe)), exact
-    )
+    return HmsGrants(tuple(roles), tuple(memberships), tuple(privileges), tuple(answered), exact)
 
 
 def load_privileges(
