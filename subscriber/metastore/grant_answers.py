@@ -27,8 +27,12 @@ the way HMS 2.3 builds them (``HiveMetaStore.list_privileges`` /
 
 Forwarded always: partitions (HMS reads the table to name the partition), calls
 HMS fails (no object, a missing name), every principal's grants on an object
-(``principal_name`` unset), and everything while the upstream HMS is not known to
-be HMS 2.x (``upstream_reads_catalogs`` is False only for 2.x).
+(``principal_name`` unset), everything while the upstream HMS is not known to be
+HMS 2.x (``upstream_reads_catalogs`` is False only for 2.x), and everything until
+HMS has answered one privilege call forwarded here (:attr:`GrantAnswers.upstream_answers`):
+an HMS whose authorization pre-event listener refuses these calls to remote clients
+(``MetaStoreAuthzAPIAuthorizerEmbedOnly``, Hive's SQL-standard authorization set-up)
+keeps refusing them, never served from the cache.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from typing import Any, Protocol
 
 import idl
 from subscriber.cache import CacheView
-from subscriber.metastore import orders
+from subscriber.metastore import orders, replies
 from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec
 from subscriber.protocol.delta import Entry
@@ -145,6 +149,9 @@ class GrantAnswers:
 
     def __init__(self, lookups: Lookups) -> None:
         self._lookups = lookups
+        self.upstream_answers = False
+        """Whether HMS answered a privilege call forwarded here with a result (learnt;
+        until then every privilege call is forwarded, see the module docstring)."""
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -154,11 +161,40 @@ class GrantAnswers:
 
     # -- the principal's cached HMS structs ---------------------------------------------
 
+    def _check_upstream(self) -> None:
+        """Raises Forward unless the upstream is HMS 2.x."""
+        if self._lookups.upstream_reads_catalogs is not False:
+            raise Forward("privilege answers are HMS 2.x's (upstream not known to be 2.x)")
+
+    def _answer(self, encoded: bytes) -> bytes:
+        """``encoded``, once HMS has answered a privilege call (else Forward, to learn it)."""
+        if not self.upstream_answers:
+            raise Forward("privilege calls: HMS must answer one first", learn=self._learn)
+        return encoded
+
+    def _learn(self, method: str, reply: bytes) -> None:
+        if replies.succeeded(reply):  # a refusal keeps everything forwarded
+            self.upstream_answers = True
+
+    def _arrange(self, scope: Any, rows: dict[str, tuple[int, Any]], names: Any) -> list[Any]:
+        """:meth:`RowOrders.arrange`; a forward to learn the order also learns whether
+        HMS answers privilege calls."""
+        try:
+            return self._lookups.orders.arrange(scope, rows, names)
+        except Forward as exc:
+            order = exc.learn
+            if self.upstream_answers or order is None:
+                raise
+
+            def both(method: str, reply: bytes) -> None:
+                self._learn(method, reply)
+                order(method, reply)
+
+            raise Forward(str(exc), learn=both) from None
+
     def _principal(self, view: CacheView, name: str, kind: int) -> tuple[int, Any]:
         """(catalog version, TPrincipal) of a principal catalogd probed by exactly
         this name and type. Raises Forward otherwise."""
-        if self._lookups.upstream_reads_catalogs is not False:
-            raise Forward("privilege answers are HMS 2.x's (upstream not known to be 2.x)")
         entry = view.objects.get(principal_key(name, _TYPES[kind]))
         if entry is None:
             raise Forward(f"principal {name} not in the cache (catalogd did not ask HMS)")
@@ -187,6 +223,7 @@ class GrantAnswers:
             raise Forward("no object, principal or principal type: not served")
         if ref.objectType is not None:
             _check_object(ref, listing=True)
+        self._check_upstream()
         version, grants = self._grants(view, name, kind)
         rows = [_answered(p, ref) for p in grants if _selects(ref, p.hiveObject)]
         scope = (
@@ -201,8 +238,10 @@ class GrantAnswers:
         named = {_row_name(p): (version, p) for p in rows}
         if len(named) != len(rows):
             raise Forward("two grants differ only in name case")
-        listed = self._lookups.orders.arrange(scope, named, _listed_names)
-        return codec.encode(_SERVICE.list_privileges_result(success=listed), check=False)
+        listed = self._arrange(scope, named, _listed_names)
+        return self._answer(
+            codec.encode(_SERVICE.list_privileges_result(success=listed), check=False)
+        )
 
     # -- get_privilege_set --------------------------------------------------------------
 
@@ -210,8 +249,9 @@ class GrantAnswers:
         ref, user, groups = args.hiveObject, args.user_name, args.group_names
         if ref is None:
             raise Forward("no object: HMS fails")
+        self._check_upstream()
         if ref.objectType is None:  # HMS 2.3 returns null: a result with nothing set
-            return codec.encode(_SERVICE.get_privilege_set_result(), check=False)
+            return self._answer(codec.encode(_SERVICE.get_privilege_set_result(), check=False))
         _check_object(ref, listing=False)
         groups = list(dict.fromkeys(groups or ()))
         group_keys = java_order(groups)
@@ -249,7 +289,7 @@ class GrantAnswers:
                     raise Forward("roles in one hash bucket: their order is the database's")
                 add("rolePrivileges", role_keys, ROLE, empty_keys=True, empty_map=True)
         scope = ("get_privilege_set", ref.objectType, _object_key(ref), user, tuple(groups))
-        arranged = self._lookups.orders.arrange(scope, rows, _set_names)
+        arranged = self._arrange(scope, rows, _set_names)
         position = {id(info): i for i, info in enumerate(arranged)}
         found = hms.PrincipalPrivilegeSet()
         for field, by_key in maps:
@@ -261,7 +301,9 @@ class GrantAnswers:
                     for key, names in by_key.items()
                 },
             )
-        return codec.encode(_SERVICE.get_privilege_set_result(success=found), check=False)
+        return self._answer(
+            codec.encode(_SERVICE.get_privilege_set_result(success=found), check=False)
+        )
 
     def _all_roles(self, view: CacheView, user: str | None, groups: list[str]) -> list[str]:
         """Every role of the user (``public`` included) and the groups, with the roles

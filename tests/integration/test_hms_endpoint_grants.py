@@ -40,8 +40,11 @@ from support.hms_diff import (
 from support.measurements import record_measurement
 
 import idl
+from catalogd.conversion import objects as convert
+from catalogd.conversion.grants import HmsGrants, privilege_objects
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
+from catalogd.server.thread import CatalogServer, ServerConfig
 from subscriber.api import CatalogSubscriber
 from subscriber.metastore import MetastoreEndpoint
 
@@ -345,3 +348,67 @@ def test_grants_and_roles_written_through_the_endpoint_read_back(world: dict) ->
                 client.raw.revoke_privileges(hms.PrivilegeBag(privileges=[new]))
             with contextlib.suppress(Exception):
                 client.raw.drop_role("late22")
+
+
+# Hive's SQL-standard authorization set-up: HMS refuses the authorization API to remote
+# clients (measured: MetaException "Metastore Authorization api invocation for remote
+# metastore is disabled in this configuration. ...").
+EMBED_ONLY = {
+    "hive.metastore.pre.event.listeners": (
+        "org.apache.hadoop.hive.ql.security.authorization.AuthorizationPreEventListener"
+    ),
+    "hive.security.metastore.authorization.manager": (
+        "org.apache.hadoop.hive.ql.security.authorization.MetaStoreAuthzAPIAuthorizerEmbedOnly"
+    ),
+}
+
+
+def test_an_hms_refusing_privilege_calls_is_never_answered_from_the_cache(
+    tmp_path: Path, hms_cache_dir: Path
+) -> None:
+    """Grants read around HMS (as ``--hms-db`` reads them from its database) are
+    cached; the endpoint still forwards every privilege call, and HMS refuses each."""
+    user_grant = hms.HiveObjectPrivilege(
+        hiveObject=R(objectType=K.GLOBAL),
+        principalName="u",
+        principalType=P.USER,
+        grantInfo=hms.PrivilegeGrantInfo(
+            privilege="SELECT", createTime=1, grantor="admin", grantorType=P.USER, grantOption=False
+        ),
+    )
+    grants = HmsGrants(("public",), (), (user_grant,), (("u", "USER"), ("public", "ROLE")))
+    server = CatalogServer(
+        ServerConfig(
+            bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.1
+        )
+    )
+    server.commit(convert.encode_all(privilege_objects(grants))).result()
+    server.start()
+    calls = [
+        ("list_privileges", {"principal_name": "u", "principal_type": P.USER, "hiveObject": R()}),
+        ("get_privilege_set", {"hiveObject": R(objectType=K.GLOBAL), "user_name": "u"}),
+        ("get_privilege_set", {"hiveObject": R(objectType=K.GLOBAL)}),
+    ]
+    try:
+        with (
+            EmbeddedMetastore(
+                tmp_path, cache_dir=hms_cache_dir, extra_conf=EMBED_ONLY
+            ) as metastore,
+            CatalogSubscriber(server.endpoint) as sub,
+        ):
+            sub.wait_synced(30)
+            with sub.metastore_endpoint(upstream=metastore.uri, max_lag_s=60) as endpoint:
+                _wait_dialect(endpoint)
+                direct, via = RawClient(metastore.uri), RawClient(endpoint.uri)
+                try:
+                    for method, args in calls * 2:
+                        expected = direct.call(method, **args)
+                        assert b"remote metastore is disabled" in expected
+                        assert via.call(method, **args) == expected
+                finally:
+                    direct.close()
+                    via.close()
+                assert not _served(endpoint, "list_privileges")
+                assert not _served(endpoint, "get_privilege_set")
+    finally:
+        server.close()

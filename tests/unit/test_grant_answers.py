@@ -89,16 +89,23 @@ GRANTS = HmsGrants(
 )
 
 
-def answers(grants: HmsGrants = GRANTS, upstream_reads_catalogs: bool | None = False) -> Any:
-    found = CacheAnswers(ObjectDecoder())
-    found.upstream_reads_catalogs = upstream_reads_catalogs
-    entries = [Entry(k, 4, p) for k, p in convert.encode_all(privilege_objects(grants)).items()]
-    return found, build_view("svc", 4, entries)
+class Answers:
+    """The privilege handlers over a view of ``grants``, as CacheAnswers runs them."""
+
+    def __init__(self, grants: HmsGrants = GRANTS, reads_catalogs: bool | None = False) -> None:
+        lookups = CacheAnswers(ObjectDecoder())
+        lookups.upstream_reads_catalogs = reads_catalogs
+        self.group = grant_answers.GrantAnswers(lookups)
+        self.group.upstream_answers = True  # HMS answered one (see the test below)
+        objects = convert.encode_all(privilege_objects(grants))
+        self.view = build_view("svc", 4, [Entry(k, 4, p) for k, p in objects.items()])
+
+    def answer(self, method: str, args: Any) -> bytes:
+        return self.group.handlers()[method](self.view, args)
 
 
 def ask(method: str, grants: HmsGrants = GRANTS, **args: Any) -> Any:
-    found, view = answers(grants)
-    raw = found.answer(view, method, getattr(svc, f"{method}_args")(**args))
+    raw = Answers(grants).answer(method, getattr(svc, f"{method}_args")(**args))
     return codec.decode(getattr(svc, f"{method}_result"), raw)
 
 
@@ -134,16 +141,16 @@ def test_one_grant_is_served_with_its_object_as_asked() -> None:
 
 
 def test_several_grants_are_served_in_the_order_learnt_from_hms() -> None:
-    found, view = answers()
+    found = Answers()
     args = svc.list_privileges_args(principal_name="Ann", principal_type=USER, hiveObject=R())
     with pytest.raises(Forward) as forwarded:
-        found.answer(view, "list_privileges", args)
+        found.answer("list_privileges", args)
     assert forwarded.value.learn is not None
     # HMS's answer, in its database's order.
     rows = [p for p in GRANTS.privileges if p.principalName == "Ann"][::-1]
     body = codec.encode(svc.list_privileges_result(success=rows))
     forwarded.value.learn("list_privileges", framing.reply("list_privileges", 1, body))
-    raw = found.answer(view, "list_privileges", args)
+    raw = found.answer("list_privileges", args)
     assert codec.decode(svc.list_privileges_result, raw).success == rows
 
 
@@ -170,9 +177,26 @@ def test_nothing_is_served_until_the_upstream_is_known_to_be_hms_2() -> None:
         principal_name="inner", principal_type=ROLE, hiveObject=R(objectType=K.GLOBAL)
     )
     for known in (None, True):
-        found, view = answers(upstream_reads_catalogs=known)
         with pytest.raises(Forward):
-            found.answer(view, "list_privileges", args)
+            Answers(reads_catalogs=known).answer("list_privileges", args)
+
+
+def test_nothing_is_served_until_hms_answered_one_privilege_call() -> None:
+    """An HMS refusing them to remote callers (MetaStoreAuthzAPIAuthorizerEmbedOnly)
+    keeps refusing: its refusal teaches nothing; an answer enables the cache."""
+    found = Answers()
+    found.group.upstream_answers = False
+    args = svc.get_privilege_set_args(hiveObject=R(), user_name="Ann")
+    refused = svc.get_privilege_set_result(o1=hms.MetaException(message="not allowed"))
+    answered = svc.get_privilege_set_result()
+    for result, served in ((refused, False), (answered, True)):
+        with pytest.raises(Forward) as forwarded:
+            found.answer("get_privilege_set", args)
+        assert forwarded.value.learn is not None
+        reply = framing.reply("get_privilege_set", 1, codec.encode(result))
+        forwarded.value.learn("get_privilege_set", reply)
+        assert found.group.upstream_answers is served
+    assert found.answer("get_privilege_set", args) == codec.encode(answered)
 
 
 def test_grants_read_case_insensitively_are_not_kept() -> None:
@@ -193,13 +217,13 @@ def test_privilege_set_on_global_has_only_holders() -> None:
 
 
 def test_privilege_set_on_a_database_names_every_principal_and_role() -> None:
-    found, view = answers()
+    found = Answers()
     args = svc.get_privilege_set_args(
         hiveObject=R(objectType=K.DATABASE, dbName="Sales"), user_name="Ann", group_names=["ops"]
     )
     # Two grants (of two roles): their order is learnt from HMS's answer first.
     with pytest.raises(Forward) as forwarded:
-        found.answer(view, "get_privilege_set", args)
+        found.answer("get_privilege_set", args)
     infos = {p.principalName: [p.grantInfo] for p in GRANTS.privileges if p.hiveObject == DB_REF}
     hms_set = hms.PrincipalPrivilegeSet(
         userPrivileges={"Ann": []},
@@ -211,7 +235,7 @@ def test_privilege_set_on_a_database_names_every_principal_and_role() -> None:
     body = codec.encode(svc.get_privilege_set_result(success=hms_set))
     assert forwarded.value.learn is not None
     forwarded.value.learn("get_privilege_set", framing.reply("get_privilege_set", 1, body))
-    raw = found.answer(view, "get_privilege_set", args)
+    raw = found.answer("get_privilege_set", args)
     assert raw == body  # byte for byte, map order included
     got = codec.decode(svc.get_privilege_set_result, raw).success
     assert got.userPrivileges == {"Ann": []}
@@ -222,9 +246,9 @@ def test_privilege_set_on_a_database_names_every_principal_and_role() -> None:
     assert [i.privilege for i in got.rolePrivileges["inner"]] == ["CREATE"]
     assert got.rolePrivileges["public"] == []
     # Groups alone: no public.
-    roles = grant_answers.GrantAnswers(found)._all_roles
-    assert roles(view, None, ["ops"]) == ["Analyst", "inner"]
-    assert roles(view, "Ann", []) == ["Analyst", "inner", "public"]
+    roles = found.group._all_roles
+    assert roles(found.view, None, ["ops"]) == ["Analyst", "inner"]
+    assert roles(found.view, "Ann", []) == ["Analyst", "inner", "public"]
     # No object type: HMS answers nothing at all.
     empty = ask("get_privilege_set", hiveObject=R(), user_name="Ann", group_names=None)
     assert empty.success is None
