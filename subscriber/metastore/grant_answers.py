@@ -37,15 +37,15 @@ keeps refusing them, never served from the cache.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any
 
 import idl
 from subscriber.cache import CacheView
-from subscriber.metastore import orders, replies
+from subscriber.metastore import replies
+from subscriber.metastore.lookups import Handler, Lookups
 from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec
-from subscriber.protocol.delta import Entry
 from subscriber.protocol.keys import principal_key
 
 __all__ = ["GrantAnswers", "java_order"]
@@ -57,16 +57,6 @@ USER, ROLE, GROUP = hms.PrincipalType.USER, hms.PrincipalType.ROLE, hms.Principa
 _TYPES = {USER: "USER", ROLE: "ROLE", GROUP: "GROUP"}
 _PUBLIC = "public"
 _TREEIFY = 8  # java.util.HashMap.TREEIFY_THRESHOLD: such a bucket is a tree
-
-Handler = Callable[[CacheView, Any], bytes]
-
-
-class Lookups(Protocol):
-    """What this group uses of :class:`~subscriber.metastore.answers.CacheAnswers`."""
-
-    decode: Callable[[Entry], Any]
-    orders: orders.RowOrders
-    upstream_reads_catalogs: bool | None
 
 
 def java_order(keys: Iterable[str]) -> list[str] | None:
