@@ -375,6 +375,20 @@ struct TPrincipal {
   // expresses only group membership (grant_groups of a ROLE), which cannot say
   // "role R granted to user U".
   100: optional list<string> roles
+  // catalogd: the principal as HMS keeps it, so an HMS endpoint can answer
+  // list_privileges and get_privilege_set field for field. Unset when the
+  // grants could not be read exactly (a metastore database comparing names
+  // case-insensitively). metastore_names: every HMS name of this principal whose
+  // grants were asked for (as stored: role names keep their case, so "DiffRole"
+  // and "diffrole" are one ROLE principal here with two names), sorted.
+  101: optional list<string> metastore_names
+  // Every grant HMS answered list_privileges with for those names, unconverted
+  // (privilege string as granted, grantor, partition and UPDATE grants kept),
+  // sorted by their fields (HMS's own order is its database's: not kept).
+  102: optional list<hive_metastore.HiveObjectPrivilege> metastore_privileges
+  // The roles granted to those names (get_principals_in_role's answers whose
+  // principal is one of them), sorted.
+  103: optional list<hive_metastore.RolePrincipalGrant> metastore_roles
 }
 
 // A grant. Objects are hierarchical: a TABLE privilege also names its database

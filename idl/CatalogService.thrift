@@ -190,7 +190,8 @@ struct TLoadTableRequest {
   1: required string db_name
   2: required string tbl_name
   // Reload it even when loaded (a write was made through an HMS endpoint);
-  // with tbl_name "" reload the database's table names and functions.
+  // with tbl_name "" reload the database's table names and functions; with both
+  // "" reload the principals and grants (after a grant or role write).
   3: optional bool reload
   // With reload: answer once the reload is published (TResponse.loaded_version),
   // not at once; a load that fails answers with an error status.

@@ -38,6 +38,14 @@ Conversion (HMS -> Impala):
 * names: databases, tables, columns, roles and the server lower-cased; users
   and groups keep their case.
 
+HMS's own structs, for an HMS endpoint (``TPrincipal`` fields 101-103): each
+principal also carries its HMS names as asked (``metastore_names``), every grant
+HMS answered for them unconverted (``metastore_privileges``) and the roles granted
+to them (``metastore_roles``), each list sorted by its encoded bytes (HMS's order is
+its database's row order, which the endpoint learns from HMS's answers). When a
+principal's answer held a grant of another principal (a metastore database
+comparing names case-insensitively: ``HmsGrants.exact`` false) they are unset.
+
 Determinism: the same HMS state gives the same objects, byte for byte (sorted
 lists, ids from ``stable_id`` of the principal's key, HMS create times), so an
 unchanged reload costs no version.
@@ -52,6 +60,7 @@ from typing import Any, Protocol
 import idl
 from catalogd.core.placeholders import stable_id
 from subscriber.privileges import privilege_name
+from subscriber.protocol import codec
 from subscriber.protocol.errors import InvalidRequestError, NotFoundError
 from subscriber.protocol.keys import principal_key, privilege_key
 
@@ -110,13 +119,16 @@ class ObjectGrantReader(Protocol):
 class HmsGrants:
     """What HMS answered: roles, memberships, grants (thriftpy2 structs, as returned).
 
-    ``probed`` lists every (name, Impala type name) whose grants were asked for.
+    ``probed`` lists every (name, Impala type name) whose grants HMS answered;
+    ``exact``: every answer held only grants of the principal asked about (false: the
+    metastore database compared names case-insensitively).
     """
 
     roles: tuple[str, ...]
     memberships: tuple[Any, ...]  # RolePrincipalGrant
     privileges: tuple[Any, ...]  # HiveObjectPrivilege
     probed: tuple[tuple[str, str], ...]
+    exact: bool = True
 
 
 def owners_of(objects: Iterable[Any]) -> set[tuple[str, str]]:
@@ -194,12 +206,19 @@ def fetch_grants(client: GrantReader, principals: Iterable[tuple[str, str]] = ()
             if m.principalType in _FROM_HMS
         )
     privileges: list[Any] = []
+    answered: list[tuple[str, str]] = []
+    exact = True
     for name, kind in sorted(probe):
         try:
-            privileges.extend(client.list_privileges(name, _TO_HMS[kind]))
+            answer = client.list_privileges(name, _TO_HMS[kind])
         except NotFoundError:
             continue
-    return HmsGrants(tuple(roles), tuple(memberships), tuple(privileges), tuple(sorted(probe)))
+        answered.append((name, kind))
+        exact = exact and all(
+            p.principalName == name and p.principalType == _TO_HMS[kind] for p in answer
+        )
+        privileges.extend(answer)
+    return HmsGrants(tuple(roles), tuple(memberships), tuple(privileges), tuple(answered), exact)
 
 
 def load_privileges(
@@ -253,6 +272,8 @@ def privilege_objects(grants: HmsGrants, *, server_name: str = "server1") -> dic
             grant_groups=sorted(groups_of_role.get(name, ())) if kind == "ROLE" else [],
             roles=sorted(held.get((kind, name), ())),
         )
+        if grants.exact:
+            _keep_hms_structs(principal, kind, grants)
         objects[principal_key(name, kind)] = co.TCatalogObject(
             type=T.PRINCIPAL, catalog_version=0, principal=principal
         )
@@ -267,6 +288,30 @@ def privilege_objects(grants: HmsGrants, *, server_name: str = "server1") -> dic
                 type=T.PRIVILEGE, catalog_version=0, privilege=privilege
             )
     return dict(sorted(objects.items()))
+
+
+def _keep_hms_structs(principal: Any, kind: str, grants: HmsGrants) -> None:
+    """Set ``principal``'s fields 101-103 from what HMS answered (see module doc)."""
+    name, hms_type = principal.principal_name, _TO_HMS[kind]
+
+    def mine(principal_name: str | None, principal_type: int | None) -> bool:
+        return principal_type == hms_type and _name(principal_name or "", kind) == name
+
+    principal.metastore_names = sorted(
+        n for n, k in grants.probed if k == kind and mine(n, hms_type)
+    )
+    principal.metastore_privileges = _sorted_structs(
+        p for p in grants.privileges if mine(p.principalName, p.principalType)
+    )
+    principal.metastore_roles = _sorted_structs(
+        m for m in grants.memberships if mine(m.principalName, m.principalType)
+    )
+
+
+def _sorted_structs(structs: Iterable[Any]) -> list[Any]:
+    """Thrift structs without duplicates, sorted by their encoded bytes (deterministic)."""
+    by_bytes = {codec.encode(s, check=False): s for s in structs}
+    return [by_bytes[b] for b in sorted(by_bytes)]
 
 
 def _privilege(p: Any, server_name: str) -> Any | None:

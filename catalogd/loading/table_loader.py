@@ -257,9 +257,12 @@ class TableLoader:
             if reload:
                 presence = "placeholder"
                 try:
-                    version = (
-                        self.ops.load_table(*key) if key[1] else self.ops.reload_database(key[0])
-                    )
+                    if not key[0]:  # ("", ""): the grants, after a grant through an endpoint
+                        version = self.ops.load_privileges()
+                    elif key[1]:
+                        version = self.ops.load_table(*key)
+                    else:
+                        version = self.ops.reload_database(key[0])
                 except NotFoundError:  # gone from HMS: its removal is published now
                     version = self.ops.version()
             else:

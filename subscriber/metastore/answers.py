@@ -34,6 +34,7 @@ from subscriber.metastore import (
     catalogs,
     filters,
     function_answers,
+    grant_answers,
     orders,
     partition_requests,
     request_answers,
@@ -112,6 +113,7 @@ class CacheAnswers:
         }
         groups = (
             function_answers.FunctionAnswers,
+            grant_answers.GrantAnswers,
             request_answers.RequestAnswers,
             partition_requests.PartitionRequests,
             spec_answers.SpecAnswers,

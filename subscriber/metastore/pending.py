@@ -66,6 +66,8 @@ EVERYTHING = Read(None, None)
 """A read that may show anything (a method :func:`read_of` does not know)."""
 DATABASES = Read(None, ())
 """A read of every database's database-level objects (databases, all functions)."""
+PRIVILEGES = Read("", ())
+"""A read of the principals and grants (database "", see ``writes.PRIVILEGES``)."""
 
 
 @dataclass(slots=True)
@@ -290,6 +292,8 @@ _READS: dict[str, Callable[[Any], Read]] = {
     "get_schema": _fields,
     "get_schema_with_environment_context": _fields,
     "get_all_functions": lambda a: DATABASES,
+    "list_privileges": lambda a: PRIVILEGES,
+    "get_privilege_set": lambda a: PRIVILEGES,
     "get_functions": lambda a: _database(a.dbName),
     "get_function": lambda a: _database(a.dbName),
     "get_partition_values": _values,

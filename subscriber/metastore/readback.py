@@ -91,7 +91,7 @@ class ReadBack:
         target already pending (its reload asked for) is skipped. Returns the targets
         reloaded."""
         followed = self._followed
-        targets = tuple(t for t in targets if followed is None or t.db in followed)
+        targets = tuple(t for t in targets if followed is None or t.db in followed or not t.db)
         now = self._clock()
         with self._lock:
             if stale:

@@ -18,6 +18,9 @@ So a rename names both tables (``alter_table*``'s arguments and its new Table,
 which PyIceberg's rename moves to a new dbName/tableName), an exchange both its
 source and destination, ``add_partitions`` every table of its partitions.
 
+A grant or role write (:data:`GRANT_WRITES`) also touches :data:`PRIVILEGES`: the
+catalog's principals and grants, which catalogd reloads from HMS on request.
+
 A method the IDL does not declare (:data:`Kind.UNKNOWN`) is decoded generically:
 every string among its arguments and their direct struct fields is a *guess* at a
 database; :func:`resolve` keeps the guesses that are cached databases, and when
@@ -44,6 +47,21 @@ _SERVICE = hms.ThriftHiveMetastore
 MAX_INVALIDATE = 32
 """A bounded invalidate reloads the listings of at most this many databases."""
 
+GRANT_WRITES = frozenset(
+    {
+        "grant_privileges",
+        "revoke_privileges",
+        "grant_revoke_privileges",
+        "refresh_privileges",
+        "grant_role",
+        "revoke_role",
+        "grant_revoke_role",
+        "create_role",
+        "drop_role",
+    }
+)
+"""Writes that change grants or role memberships (HMS logs no events for them)."""
+
 _MAX_DEPTH = 4  # args -> request -> list -> struct -> statsDesc
 _MAX_GUESSES = 8
 
@@ -62,6 +80,10 @@ class Target:
 ALL_DATABASES = Target("*")
 """An undeclared write naming no cached database: reload every cached database's
 listing (at most :data:`MAX_INVALIDATE`)."""
+
+PRIVILEGES = Target("")
+"""The catalog's principals and grants (kept under the database ""): reloaded with
+``TLoadTableRequest("", "")``; what privilege reads show."""
 
 # (database attribute, table attribute) pairs, most specific first.
 _TABLE_PAIRS = (
@@ -95,6 +117,8 @@ def touched(name: str, body: bytes) -> tuple[Target, ...]:
         return (ALL_DATABASES,)  # a write we cannot read still invalidates
     found: dict[Target, None] = {}
     _walk(args, name, found, _MAX_DEPTH, top=True)
+    if name in GRANT_WRITES:
+        found[PRIVILEGES] = None
     return tuple(found)
 
 

@@ -202,6 +202,8 @@ def test_grants_and_revokes_show_up_on_reload(
         f"PRIVILEGE:server=server1->db={s.db}->table=facts->column=secret->action=select"
         f"->grantoption=false.{index().principal(s.loner, 'USER').id}.USER",  # type: ignore[union-attr]
         f"PRINCIPAL:{s.loner}.USER",  # the loner holds a grant now
+        # The role carries its grants as HMS answered them (TPrincipal field 102).
+        f"PRINCIPAL:{s.role.lower()}.ROLE",
     }
     now = index()
     assert check_privilege(now, "x", [s.group], "SELECT", s.db, "facts")

@@ -359,3 +359,16 @@ def test_an_unconfirmed_reload_is_counted() -> None:
     rb.mark("drop_table", (Target("a", "t"),), FakeView(V0))
     reloads[0](None)
     assert stats.pending_unconfirmed == 1
+
+
+def test_a_grant_write_makes_privilege_reads_pending_until_its_reload_shows() -> None:
+    """Grant and role writes touch the grants (``writes.PRIVILEGES``, database "")."""
+    args = idl.hive_metastore.ThriftHiveMetastore.list_privileges_args(principal_name="u")
+    read = read_of("list_privileges", args)
+    assert read == read_of("get_privilege_set", None) == pending.PRIVILEGES
+    p = marked(Target(""))
+    assert p.is_pending(V0, read, now=0.1)
+    assert not p.is_pending(V0, TABLE_T, now=0.1)  # a table's reads are not held
+    p.loaded(1, V0 + 1)
+    assert p.is_pending(V0, read, now=0.2)
+    assert not p.is_pending(V0 + 1, read, now=0.3)

@@ -215,13 +215,23 @@ def test_grants_name_their_objects() -> None:
             ),
         ]
     )
-    assert _touched("grant_privileges", privileges=bag) == (T("s", "t"), T("d"))
+    # ... and the principals and grants (a privileges reload: issue 22 point 4).
+    assert _touched("grant_privileges", privileges=bag) == (T("s", "t"), T("d"), T(""))
+
+
+def test_role_writes_touch_the_grants() -> None:
+    for name, args in (
+        ("create_role", {"role": hms.Role(roleName="r")}),
+        ("drop_role", {"role_name": "r"}),
+        ("grant_role", {"role_name": "r", "principal_name": "u", "principal_type": 1}),
+        ("revoke_role", {"role_name": "r", "principal_name": "u", "principal_type": 1}),
+    ):
+        assert _touched(name, **args) == (T(""),), name
 
 
 def test_non_writes_and_writes_to_nothing_cached_touch_nothing() -> None:
     assert _touched("get_table", dbname="s", tbl_name="t") == ()
     assert _touched("lock", rqst=hms.LockRequest(component=[], user="u", hostname="h")) == ()
-    assert _touched("create_role", role=hms.Role(roleName="r")) == ()
 
 
 def test_an_unknown_method_is_a_write_to_what_it_names() -> None:

@@ -325,3 +325,36 @@ def test_owners_of_databases_and_tables() -> None:
         table=co.TTable(db_name="d", tbl_name="u"),
     )
     assert owners_of([db, table, unloaded]) == {("public", "ROLE"), ("Root", "USER")}
+
+
+def test_principals_keep_the_hms_structs_order_free() -> None:
+    """Fields 101-103: every grant as HMS answered it (UPDATE, partition and unknown
+    strings too), the roles granted, the names asked; sorted, so shuffled answers
+    give the same bytes (an unchanged reload costs no version)."""
+    probed = (("dave", "USER"), ("Analyst", "ROLE"), ("analyst", "ROLE"), ("alice", "USER"))
+    update = grant("dave", USER, "Update", OBJ.PARTITION, "sales", "orders", parts=["1"])
+    grants = HmsGrants(GRANTS.roles, GRANTS.memberships, (*GRANTS.privileges, update), probed)
+    objects = privilege_objects(grants)
+    dave = objects["PRINCIPAL:dave.USER"].principal
+    assert dave.metastore_names == ["dave"]
+    assert sorted(p.grantInfo.privilege for p in dave.metastore_privileges) == ["OWNER", "Update"]
+    analyst = objects["PRINCIPAL:analyst.ROLE"].principal
+    assert analyst.metastore_names == ["Analyst", "analyst"]
+    assert [p.grantInfo.privilege for p in analyst.metastore_privileges] == ["SELECT"]
+    assert [m.roleName for m in analyst.metastore_roles] == ["senior"]
+    alice = objects["PRINCIPAL:alice.USER"].principal
+    assert [m.roleName for m in alice.metastore_roles] == ["Analyst"]
+    shuffled = list(grants.privileges)
+    random.Random(3).shuffle(shuffled)
+    again = privilege_objects(
+        HmsGrants(grants.roles, tuple(reversed(grants.memberships)), tuple(shuffled), probed)
+    )
+    assert [codec.encode_object(o) for o in again.values()] == [
+        codec.encode_object(o) for o in objects.values()
+    ]
+    # Answers holding another principal's grants (a case-blind metastore database):
+    # nothing kept, the endpoint forwards.
+    blind = privilege_objects(
+        HmsGrants(grants.roles, grants.memberships, grants.privileges, probed, exact=False)
+    )
+    assert blind["PRINCIPAL:dave.USER"].principal.metastore_privileges is None

@@ -223,3 +223,36 @@ def test_a_reload_request_carries_whether_it_wants_an_answer() -> None:
     answered(None)
     answered(svc.TResponse(status=svc.TStatus(code=svc.TStatusCode.OK)))  # an old catalogd
     assert got == [9, None, None]
+
+
+class RolesSource:
+    """Wraps the in-memory metastore with roles (it has none of its own)."""
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self.roles: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._source, name)
+
+    def get_role_names(self) -> list[str]:
+        return list(self.roles)
+
+
+def test_a_reload_of_no_database_and_no_table_reloads_the_grants() -> None:
+    """After a grant or role write through an HMS endpoint: ``("", "")``."""
+    wrapped: list[RolesSource] = []
+
+    def wrap(source: Any) -> RolesSource:
+        wrapped.append(RolesSource(source))
+        return wrapped[0]
+
+    _, server, ops = world(wrap)
+    loader = TableLoader(ops, pool_size=1).start()
+    try:
+        wrapped[0].roles.append("Analysts")  # a role created in HMS
+        version = loader.request_reload("", "").result(10)
+        keys = server.submit(lambda c: c.keys_with_prefix("PRINCIPAL:")).result(10)
+        assert keys == ["PRINCIPAL:analysts.ROLE"] and version == ops.version() > 0
+    finally:
+        loader.close()
