@@ -19,7 +19,14 @@ Invariants:
   yields exactly the live entries at ``version``. For ``v < floor`` it raises
   :class:`DeltaUnavailableError`: the caller needs a snapshot.
 * Entries are kept in version order (dict insertion order, re-inserted on
-  change), so a delta costs time proportional to its size, not the catalog's.
+  change), so a delta costs time proportional to its size, not the catalog's;
+  so are each database's live entries (:meth:`database_view`).
+* ``changed_version_of(db)`` is the version of the newest change (add, update or
+  removal) to database ``db``: equal values mean an unchanged database, so
+  encodings of it can be kept and reused (catalogd's snapshot cache).
+* A :class:`DatabaseView` never changes: the catalog copies a database's map
+  before the first write after a view of it was taken (copy on write), so a view
+  costs O(1) to take and the copy is paid only when a write follows.
 
 Not thread-safe: one owner (catalogd's catalog thread) calls every method.
 """
@@ -29,6 +36,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.errors import CatalogError
@@ -56,11 +64,26 @@ def _discard(index: dict[str, set[str]], group: str, key: str) -> None:
         del index[group]
 
 
+_NO_ENTRIES: Mapping[str, Entry] = MappingProxyType({})
+
+
 _EMPTY: frozenset[str] = frozenset()
 
 
 class DeltaUnavailableError(CatalogError):
     """The requested delta reaches back past the catalog's oldest tombstone."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseView:
+    """The live entries of one database as of ``changed`` (the version of its newest
+    change), in version order; never changes (see the module's invariants)."""
+
+    db: str
+    changed: int
+    entries: Mapping[str, Entry]
+    token: int
+    """Identifies the map read (for :meth:`Catalog.release_view`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +113,13 @@ class Catalog:
         self._entries: dict[str, Entry] = {}
         # tombstoned key -> removal version, oldest first, for bounded pruning.
         self._tombstones: OrderedDict[str, int] = OrderedDict()
-        # database -> live keys, so database-wide operations need no full scan.
-        self._by_database: dict[str, set[str]] = {}
+        # database -> its live entries by key, in version order, so database-wide
+        # operations need no full scan; shared (copied before the next write) once
+        # a view of it was handed out.
+        self._by_database: dict[str, dict[str, Entry]] = {}
+        self._shared: dict[str, int] = {}  # database -> views of its current map out
+        # database -> the version of its newest change (removals included).
+        self._changed: dict[str, int] = {}
         # "db.table" -> live partition keys, so a table refresh needs no scan.
         self._partitions: dict[str, set[str]] = {}
         # database -> live keys other than partitions (a listing of its objects).
@@ -114,8 +142,13 @@ class Catalog:
         live = [e for e in self._entries.values() if e.payload is not None]
         self._entries = {}
         self._tombstones.clear()
-        for offset, entry in enumerate(live, start=1):
-            self._entries[entry.key] = Entry(entry.key, version + offset, entry.payload)
+        self._by_database, self._shared, self._changed = {}, {}, {}
+        for offset, old in enumerate(live, start=1):
+            entry = Entry(old.key, version + offset, old.payload)
+            self._entries[entry.key] = entry
+            db = database_of(entry.key)
+            self._by_database.setdefault(db, {})[entry.key] = entry
+            self._changed[db] = entry.version
         self._version = version + len(live)
         self._floor = self._version
 
@@ -147,6 +180,34 @@ class Catalog:
     def keys_of_database(self, db: str) -> frozenset[str]:
         """Live keys that belong to database ``db`` (``""`` for global objects)."""
         return frozenset(self._by_database.get(db, ()))
+
+    def databases(self) -> list[str]:
+        """Every database holding a live key (``""``: global objects), sorted."""
+        return sorted(self._by_database)
+
+    def changed_version_of(self, db: str) -> int:
+        """The version of the newest change to database ``db`` (0: never changed)."""
+        return self._changed.get(db, 0)
+
+    def database_view(self, db: str) -> DatabaseView:
+        """Database ``db``'s live entries now, in version order, as a view that never
+        changes. O(1): the next write to ``db`` copies its map first (O(its size),
+        once) unless every view of that map was given back (:meth:`release_view`)."""
+        entries = self._by_database.get(db)
+        if entries is None:
+            return DatabaseView(db, self.changed_version_of(db), _NO_ENTRIES, 0)
+        self._shared[db] = self._shared.get(db, 0) + 1
+        return DatabaseView(db, self.changed_version_of(db), MappingProxyType(entries), id(entries))
+
+    def release_view(self, view: DatabaseView) -> None:
+        """``view`` is read no more (call once per view): when no view of its database's
+        current map is left, writes to that database need no copy."""
+        current = self._by_database.get(view.db)
+        if current is None or id(current) != view.token or view.db not in self._shared:
+            return  # an older map (already copied away from): nothing to do
+        self._shared[view.db] -= 1
+        if not self._shared[view.db]:
+            del self._shared[view.db]
 
     def size_of_database(self, db: str) -> int:
         """How many live keys database ``db`` has (``""``: global objects), without copying."""
@@ -190,8 +251,7 @@ class Catalog:
     def live_entries_of(self, databases: Iterable[str]) -> list[Entry]:
         """The live entries of ``databases`` (``""``: global objects), by the database
         index: the work is what they hold, not the catalog's size."""
-        entries = self._entries
-        return [entries[key] for db in databases for key in self._by_database.get(db, ())]
+        return [e for db in databases for e in self._by_database.get(db, {}).values()]
 
     def snapshot(self) -> Snapshot:
         return Snapshot(self._version, tuple(self.live_entries()))
@@ -263,24 +323,34 @@ class Catalog:
         """Bring the tombstones, counts and indexes up to date with ``entry`` (just
         stored under ``key``, whose :func:`_place` is ``place``)."""
         kind, db, table = place
+        self._changed[db] = entry.version
+        members = self._by_database.get(db)
+        if members is None:
+            members = self._by_database[db] = {}
+        elif self._shared and db in self._shared:  # a view reads this map: copy on write
+            members = self._by_database[db] = dict(members)
+            del self._shared[db]
+        if was_live:
+            del members[key]  # re-inserted below if live: version order within the database
         if entry.payload is None:
             self._tombstones[key] = entry.version
             self._tombstones.move_to_end(key)
             if was_live:
                 self._live -= 1
                 self._counts[kind] -= 1
-                _discard(self._by_database, db, key)
+                if not members:
+                    del self._by_database[db]
                 if table is not None:
                     _discard(self._partitions, table, key)
                 else:
                     _discard(self._heads, db, key)
         else:
+            members[key] = entry
             if self._tombstones:
                 self._tombstones.pop(key, None)
             if not was_live:
                 self._live += 1
                 self._counts[kind] = self._counts.get(kind, 0) + 1
-                self._by_database.setdefault(db, set()).add(key)
                 index = self._partitions if table is not None else self._heads
                 index.setdefault(table if table is not None else db, set()).add(key)
 

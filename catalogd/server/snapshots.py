@@ -9,27 +9,39 @@ loss).
 Contract of :func:`snapshot_frames`:
 
 * The version and the entries are captured when it is called (on the thread
-  that owns the catalog); encoding happens lazily, chunk by chunk, so one big
-  snapshot never stalls publishing.
-* Entries are the catalog's live entries in version order, limited to
+  that owns the catalog), in O(databases): each database's state is an O(1)
+  view (:meth:`Catalog.database_view`) or its encoded chunks cached already
+  (:mod:`catalogd.server.snapshot_cache`). Encoding happens lazily, one chunk
+  per frame, so one big snapshot never stalls publishing, and a database's
+  chunks are encoded once for every join that sees it unchanged.
+* Entries are the catalog's live entries database by database (sorted by name,
+  ``""`` the global objects first), each database's in version order; limited to
   ``databases`` plus the global objects (``GLOBAL``) when ``databases`` is
-  given.
-* Every chunk carries ``seq`` 0, 1, 2, ... and at most ``chunk_size`` entries;
-  the last frame is always a ``TSnapshotEnd`` with ``(service_id, version,
-  count, chunks)``, so a subscriber detects a truncated or reordered stream.
-  An empty selection is just the terminator (``count == chunks == 0``).
+  given. (Subscribers install a snapshot as a set: they need no global order.)
+* Every chunk carries ``seq`` 0, 1, 2, ... and at most ``chunk_size`` entries of
+  one database; the last frame is always a ``TSnapshotEnd`` with
+  ``(service_id, version, count, chunks)``, so a subscriber detects a truncated
+  or reordered stream. An empty selection is just the terminator (``count ==
+  chunks == 0``).
+* A chunk frame is a standard ``codec.pack`` zlib frame of its ``TResponse``,
+  stitched (:mod:`subscriber.protocol.segments`): the few bytes that vary per
+  join (``request_id``, ``service_id``, ``seq``) are a stored block in front of
+  the cached deflated entries, so receivers read it like any other frame.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import count as counting
 from typing import Any
 
 import idl
 from catalogd.core.catalog import Catalog
+from catalogd.server.snapshot_cache import EncodedDatabase, SnapshotCache
 from subscriber.protocol import codec, wire
 from subscriber.protocol.keys import GLOBAL
+from subscriber.protocol.segments import stitched_frame
 
 svc = idl.catalog_service
 PARK_MIN_S, PARK_MAX_S = 0.005, 0.1
@@ -70,37 +82,50 @@ def snapshot_frames(
     databases: list[str] | None,
     chunk_size: int,
     empty: bool = False,
+    cache: SnapshotCache | None = None,
 ) -> Iterator[bytes]:
     """Encode a snapshot lazily, chunk by chunk; the entries are captured now.
-    ``empty``: an on-demand subscriber's, only the version (no entries, no scan)."""
+    ``empty``: an on-demand subscriber's, only the version (no entries, no scan).
+    ``cache``: the server's, shared by its joins (None: a private one, nothing shared)."""
     version = catalog.version
     wanted = wanted_databases(databases)
-    if empty:
-        entries = []
-    elif wanted is None:
-        entries = list(catalog.live_entries())
-    else:  # by the database index: a filtered join costs what it sends
-        entries = catalog.live_entries_of(sorted(wanted))
-    return _frames(service_id, request_id, version, entries, chunk_size)
+    parts: list[EncodedDatabase] = []
+    if not empty:
+        if cache is None:
+            cache = SnapshotCache(max_bytes=0)
+        cache.forget_changed(catalog)
+        names = catalog.databases() if wanted is None else sorted(wanted)
+        parts = [cache.database(catalog, db, chunk_size) for db in names]
+    return _frames(service_id, request_id, version, parts)
+
+
+# The bytes after a chunk's entries field: TSnapshotChunk's stop, TResponse's stop.
+_CHUNK_SUFFIX = b"\x00\x00"
+# An empty entries field (header, element type, size 0) and the suffix, as encoded.
+_EMPTY_TAIL = 3 + 5 + len(_CHUNK_SUFFIX)
+
+
+def chunk_prefix(service_id: str, rid: int | None, seq: int) -> bytes:
+    """The encoded ``TResponse`` of a chunk up to its entries field (the per-join part)."""
+    chunk = svc.TSnapshotChunk(service_id=service_id, seq=seq, entries=[])
+    response = svc.TResponse(request_id=rid, status=_ok(), chunk=chunk)
+    return codec.encode(response, check=False)[:-_EMPTY_TAIL]
 
 
 def _frames(
-    service_id: str, rid: int | None, version: int, entries: list[Any], size: int
+    service_id: str, rid: int | None, version: int, parts: list[EncodedDatabase]
 ) -> Iterator[bytes]:
-    chunks = 0
-    for start in range(0, len(entries), size):
-        chunk = svc.TSnapshotChunk(
-            service_id=service_id,
-            seq=chunks,
-            entries=[wire.entry_to_thrift(e) for e in entries[start : start + size]],
-        )
-        chunks += 1
-        # Entries were validated when they entered the catalog: skip the re-check.
-        response = svc.TResponse(request_id=rid, status=_ok(), chunk=chunk)
-        yield codec.pack(response, check=False)
-    end = svc.TSnapshotEnd(
-        service_id=service_id, version=version, count=len(entries), chunks=chunks
-    )
+    chunks = entries = 0
+    for part in parts:
+        for i in counting():
+            piece = part.chunk(i)
+            if piece is None:
+                break
+            segment, n = piece
+            yield stitched_frame(chunk_prefix(service_id, rid, chunks), segment, _CHUNK_SUFFIX)
+            chunks += 1
+            entries += n
+    end = svc.TSnapshotEnd(service_id=service_id, version=version, count=entries, chunks=chunks)
     yield codec.pack(svc.TResponse(request_id=rid, status=_ok(), snapshot_end=end))
 
 
