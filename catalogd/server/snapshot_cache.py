@@ -28,6 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
+import struct
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from itertools import islice
@@ -47,12 +48,40 @@ _HEAD, _TAIL = 14, 1
 
 
 def entries_field(entries: list[Entry]) -> bytes:
-    """The binary encoding of a ``TSnapshotChunk.entries`` field (header and list)."""
+    """The binary encoding of a ``TSnapshotChunk.entries`` field (header and list), as
+    ``codec.encode`` writes it (tested), for live entries; built here without Thrift
+    structs, which cost most of the encoding (~4 us per entry, against ~1)."""
+    parts = [_LIST_HEAD, _COUNT.pack(len(entries))]
+    append = parts.append
+    for entry in entries:
+        key, payload = entry.key.encode(), entry.payload
+        if payload is None:  # not in a snapshot; encoded the slow, general way
+            append(_thrift_entry(entry))
+            continue
+        append(_KEY.pack(b"\x0b\x00\x01", len(key)) + key)
+        append(_VERSION_OBJECT.pack(b"\x0a\x00\x02", entry.version, b"\x0b\x00\x03", len(payload)))
+        append(payload)
+        append(b"\x00")
+    return b"".join(parts)
+
+
+def thrift_entries_field(entries: list[Entry]) -> bytes:
+    """:func:`entries_field` through thriftpy2's encoder (the reference it is tested on)."""
     chunk = svc.TSnapshotChunk(
         service_id="", seq=0, entries=[wire.entry_to_thrift(e) for e in entries]
     )
-    # Entries were validated when they entered the catalog: skip the re-check.
     return codec.encode(chunk, check=False)[_HEAD:-_TAIL]
+
+
+def _thrift_entry(entry: Entry) -> bytes:
+    return codec.encode(wire.entry_to_thrift(entry), check=False)
+
+
+# Thrift binary: field header = type byte + i16 id; string/binary = i32 length + bytes.
+_LIST_HEAD = b"\x0f\x00\x03\x0c"  # field 3, a list of structs
+_COUNT = struct.Struct(">i")
+_KEY = struct.Struct(">3si")  # field 1 (string): header, length
+_VERSION_OBJECT = struct.Struct(">3sq3si")  # field 2 (i64), then field 3's header, length
 
 
 class EncodedDatabase:

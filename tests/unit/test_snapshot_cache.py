@@ -12,9 +12,10 @@ import pytest
 import idl
 from catalogd.core.catalog import Catalog
 from catalogd.server import sockets
-from catalogd.server.snapshot_cache import SnapshotCache
+from catalogd.server.snapshot_cache import SnapshotCache, entries_field, thrift_entries_field
 from catalogd.server.snapshots import SnapshotJob, chunk_prefix, snapshot_frames
 from subscriber.protocol import codec, wire
+from subscriber.protocol.delta import Entry
 from subscriber.protocol.errors import ProtocolError
 from subscriber.protocol.keys import database_of
 from subscriber.protocol.messages import SnapshotChunk
@@ -268,3 +269,14 @@ def test_a_turn_stops_at_its_budget_and_the_next_starts_with_the_others() -> Non
     assert [j.identity for j in jobs] == [b"\x02", b"\x03", b"\x00", b"\x01"]
     sockets.advance_jobs(router, jobs, 0.0)  # type: ignore[arg-type]
     assert router.sent[2:] == [b"\x02", b"\x03", b"\x00", b"\x01"]
+
+
+def test_the_entries_field_is_encoded_as_thrift_encodes_it() -> None:
+    entries = [
+        Entry("TABLE:a.t", 1, b"x" * 300),
+        Entry("HDFS_PARTITION:a.t:dt=é", 2**40, b""),
+        Entry("TABLE:a.gone", 3, None),
+        Entry("DATABASE:a", 4, bytes(range(256))),
+    ]
+    for part in ([], entries[:1], entries):
+        assert entries_field(part) == thrift_entries_field(part)
