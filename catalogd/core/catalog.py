@@ -37,6 +37,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.errors import CatalogError
@@ -74,16 +75,19 @@ class DeltaUnavailableError(CatalogError):
     """The requested delta reaches back past the catalog's oldest tombstone."""
 
 
-@dataclass(frozen=True, slots=True)
-class DatabaseView:
+class DatabaseView(NamedTuple):
     """The live entries of one database as of ``changed`` (the version of its newest
-    change), in version order; never changes (see the module's invariants)."""
+    change), in version order; never changes (see the module's invariants). A tuple,
+    made with ``tuple.__new__``: a join may take one per database, so it must be cheap."""
 
     db: str
     changed: int
     entries: Mapping[str, Entry]
     token: int
     """Identifies the map read (for :meth:`Catalog.release_view`)."""
+
+
+_view = tuple.__new__
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +122,10 @@ class Catalog:
         # a view of it was handed out.
         self._by_database: dict[str, dict[str, Entry]] = {}
         self._shared: dict[str, int] = {}  # database -> views of its current map out
-        # database -> the version of its newest change (removals included).
+        # database -> the version of its newest change (removals included), in that
+        # order (re-inserted on change), so the databases changed lately are at the end.
         self._changed: dict[str, int] = {}
+        self._last_changed: str | None = None  # the database at the end of _changed
         # "db.table" -> live partition keys, so a table refresh needs no scan.
         self._partitions: dict[str, set[str]] = {}
         # database -> live keys other than partitions (a listing of its objects).
@@ -143,11 +149,13 @@ class Catalog:
         self._entries = {}
         self._tombstones.clear()
         self._by_database, self._shared, self._changed = {}, {}, {}
+        self._last_changed = None
         for offset, old in enumerate(live, start=1):
             entry = Entry(old.key, version + offset, old.payload)
             self._entries[entry.key] = entry
             db = database_of(entry.key)
             self._by_database.setdefault(db, {})[entry.key] = entry
+            self._changed.pop(db, None)
             self._changed[db] = entry.version
         self._version = version + len(live)
         self._floor = self._version
@@ -195,9 +203,20 @@ class Catalog:
         once) unless every view of that map was given back (:meth:`release_view`)."""
         entries = self._by_database.get(db)
         if entries is None:
-            return DatabaseView(db, self.changed_version_of(db), _NO_ENTRIES, 0)
+            return _view(DatabaseView, (db, self.changed_version_of(db), _NO_ENTRIES, 0))
         self._shared[db] = self._shared.get(db, 0) + 1
-        return DatabaseView(db, self.changed_version_of(db), MappingProxyType(entries), id(entries))
+        proxy = MappingProxyType(entries)
+        return _view(DatabaseView, (db, self._changed[db], proxy, id(entries)))
+
+    def databases_changed_since(self, version: int) -> list[str]:
+        """The databases changed (entries added, updated or removed) after ``version``,
+        newest change first: O(their number), not the catalog's."""
+        names = []
+        for db, changed in reversed(self._changed.items()):
+            if changed <= version:
+                break
+            names.append(db)
+        return names
 
     def release_view(self, view: DatabaseView) -> None:
         """``view`` is read no more (call once per view): when no view of its database's
@@ -323,6 +342,9 @@ class Catalog:
         """Bring the tombstones, counts and indexes up to date with ``entry`` (just
         stored under ``key``, whose :func:`_place` is ``place``)."""
         kind, db, table = place
+        if db != self._last_changed:  # re-inserted: the order stays that of the changes
+            self._changed.pop(db, None)
+            self._last_changed = db
         self._changed[db] = entry.version
         members = self._by_database.get(db)
         if members is None:

@@ -5,7 +5,7 @@ thread-safe).
 
 A snapshot is streamed database by database (:mod:`catalogd.server.snapshots`).
 :class:`EncodedDatabase` holds one database's chunks: each is the Thrift encoding
-of a ``TSnapshotChunk.entries`` field (at most ``chunk_size`` entries, in the
+of at most ``chunk_size`` elements of a ``TSnapshotChunk.entries`` list (in the
 database's version order), deflated once into a
 :class:`~subscriber.protocol.segments.Segment`. Chunks are encoded on demand,
 one per call, the first time any join needs them, from a
@@ -17,9 +17,11 @@ the Nth join of an unchanged database costs a memory copy per chunk.
 Invariants:
 
 * An ``EncodedDatabase`` holds exactly the live entries of ``db`` at the version
-  ``changed`` (its newest change): :meth:`SnapshotCache.database` returns a
-  cached one only while ``catalog.changed_version_of(db)`` still equals it, so a
-  commit to ``db`` invalidates it and a join never mixes two states of a database.
+  ``changed`` (its newest change): :meth:`SnapshotCache.capture` hands out a
+  cached one only while ``db`` is unchanged (it drops every database
+  ``Catalog.databases_changed_since`` its last capture), and a join's parts are
+  all taken in one turn, at one catalog version: a commit to ``db`` invalidates
+  its chunks, and a join never mixes two states of a database, or of the catalog.
 * The cache keeps at most ``max_bytes`` of deflated chunks (least recently used
   databases go first; a job streaming an evicted one keeps its own reference).
   Measured: about 51 B per partition (``bench/join_bench.py --stall``), so a
@@ -29,7 +31,6 @@ Invariants:
 from __future__ import annotations
 
 import struct
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from itertools import islice
 
@@ -42,21 +43,22 @@ from subscriber.protocol.segments import Segment, deflate_segment
 svc = idl.catalog_service
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 # encode(TSnapshotChunk(service_id="", seq=0, entries=...)) starts with the 7 bytes of
-# field 1 (type, id, length 0) and the 7 of field 2 (type, id, i32) and ends with the
-# struct's stop byte; what lies between is the entries field, which is what we keep.
-_HEAD, _TAIL = 14, 1
+# field 1 (type, id, length 0), the 7 of field 2 (type, id, i32) and the 8 of field 3's
+# header (type, id, element type, count), and ends with the struct's stop byte: what
+# lies between is the entries themselves, which is what a chunk keeps.
+_HEAD, _TAIL = 22, 1
 
 
-def entries_field(entries: list[Entry]) -> bytes:
-    """The binary encoding of a ``TSnapshotChunk.entries`` field (header and list), as
-    ``codec.encode`` writes it (tested), for live entries; built here without Thrift
-    structs, which cost most of the encoding (~4 us per entry, against ~1)."""
-    parts = [_LIST_HEAD, _COUNT.pack(len(entries))]
+def encoded_entries(entries: list[Entry]) -> bytes:
+    """The elements of a ``TSnapshotChunk.entries`` list as ``codec.encode`` writes them
+    (tested), concatenated; built without Thrift structs, which cost most of the
+    encoding (~4 us per entry, against ~1)."""
+    parts: list[bytes] = []
     append = parts.append
     for entry in entries:
         key, payload = entry.key.encode(), entry.payload
-        if payload is None:  # not in a snapshot; encoded the slow, general way
-            append(_thrift_entry(entry))
+        if payload is None:  # never in a snapshot; encoded the slow, general way
+            append(codec.encode(wire.entry_to_thrift(entry), check=False))
             continue
         append(_KEY.pack(b"\x0b\x00\x01", len(key)) + key)
         append(_VERSION_OBJECT.pack(b"\x0a\x00\x02", entry.version, b"\x0b\x00\x03", len(payload)))
@@ -65,21 +67,15 @@ def entries_field(entries: list[Entry]) -> bytes:
     return b"".join(parts)
 
 
-def thrift_entries_field(entries: list[Entry]) -> bytes:
-    """:func:`entries_field` through thriftpy2's encoder (the reference it is tested on)."""
+def thrift_encoded_entries(entries: list[Entry]) -> bytes:
+    """:func:`encoded_entries` through thriftpy2's encoder (the reference it is tested on)."""
     chunk = svc.TSnapshotChunk(
         service_id="", seq=0, entries=[wire.entry_to_thrift(e) for e in entries]
     )
     return codec.encode(chunk, check=False)[_HEAD:-_TAIL]
 
 
-def _thrift_entry(entry: Entry) -> bytes:
-    return codec.encode(wire.entry_to_thrift(entry), check=False)
-
-
 # Thrift binary: field header = type byte + i16 id; string/binary = i32 length + bytes.
-_LIST_HEAD = b"\x0f\x00\x03\x0c"  # field 3, a list of structs
-_COUNT = struct.Struct(">i")
 _KEY = struct.Struct(">3si")  # field 1 (string): header, length
 _VERSION_OBJECT = struct.Struct(">3sq3si")  # field 2 (i64), then field 3's header, length
 
@@ -98,6 +94,8 @@ class EncodedDatabase:
         self.chunks: list[tuple[Segment, int]] = []
         """(deflated entries field, its number of entries), in order."""
         self.nbytes = 0
+        self.used = 0
+        """When a capture last took it (the cache's counter: least recently used goes)."""
         self._left = len(view.entries)
         self._view: DatabaseView | None = view
         self._values: Iterator[Entry] = iter(view.entries.values())
@@ -113,7 +111,7 @@ class EncodedDatabase:
         Encodes at most one chunk per call: callers ask in order."""
         if i == len(self.chunks) and self._left:
             batch = list(islice(self._values, min(self.chunk_size, self._left)))
-            segment = deflate_segment(entries_field(batch))
+            segment = deflate_segment(encoded_entries(batch))
             self.chunks.append((segment, len(batch)))
             self._left -= len(batch)
             self.nbytes += len(segment.deflated)
@@ -130,7 +128,12 @@ class EncodedDatabase:
 
 class SnapshotCache:
     """Per database, the :class:`EncodedDatabase` of its current state, within a bound
-    of ``max_bytes`` deflated bytes (0: keep nothing, share nothing between joins)."""
+    of ``max_bytes`` deflated bytes (0: keep nothing, share nothing between joins).
+
+    Kept up to date at each capture from ``Catalog.databases_changed_since``, so a
+    capture costs O(databases changed since the last one) plus a copy of the list of
+    parts (O(databases) at C speed): the first one O(databases) in Python.
+    """
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         if max_bytes < 0:
@@ -138,42 +141,79 @@ class SnapshotCache:
         self.max_bytes = max_bytes
         self.nbytes = 0
         self.hits = self.misses = 0
-        self._dbs: OrderedDict[str, EncodedDatabase] = OrderedDict()
+        self._parts: dict[str, EncodedDatabase] = {}
+        self._missing: set[str] | None = None
+        """Live databases with no part (None: not known, every database may be)."""
+        self._version = -1
+        self._chunk_size = 0
+        self._turn = 0
 
     def __len__(self) -> int:
-        return len(self._dbs)
+        """Databases whose chunks are kept (encoded, or being encoded)."""
+        return sum(1 for part in self._parts.values() if part.chunks)
 
-    def database(self, catalog: Catalog, db: str, chunk_size: int) -> EncodedDatabase:
-        """Database ``db``'s chunks as of now: the cached ones while ``db`` is unchanged,
-        else a new (lazily encoded) set, cached in place of the old. O(1)."""
-        changed = catalog.changed_version_of(db)
-        cached = self._dbs.get(db)
-        if cached is not None and cached.changed == changed and cached.chunk_size == chunk_size:
-            self._dbs.move_to_end(db)
-            self.hits += 1
-            return cached
-        self.misses += 1
-        if cached is not None:
-            self._drop(db)
-        view = catalog.database_view(db)
-        encoded = EncodedDatabase(view, chunk_size, catalog.release_view, self._account)
-        if self.max_bytes and view.entries:
-            self._dbs[db] = encoded
-        return encoded
+    def capture(
+        self, catalog: Catalog, databases: list[str] | None, chunk_size: int
+    ) -> list[EncodedDatabase]:
+        """The parts of a snapshot of ``databases`` (None: all) as of now, in order:
+        cached ones for the databases unchanged since they were made, new ones
+        (encoded lazily from an O(1) view) for the others."""
+        if chunk_size != self._chunk_size or not self.max_bytes:
+            self._forget_all(chunk_size)
+        if catalog.version != self._version:
+            for db in catalog.databases_changed_since(self._version):
+                self._forget(db)
+                if self._missing is not None and catalog.size_of_database(db):
+                    self._missing.add(db)
+            self._version = catalog.version
+        self._turn += 1
+        misses = self.misses
+        if databases is not None:
+            parts = [self._part(catalog, db) for db in databases]
+        else:
+            if self._missing is None:
+                self._missing = {db for db in catalog.databases() if db not in self._parts}
+            for db in sorted(self._missing):
+                self._part(catalog, db)
+            self._missing.clear()
+            parts = list(self._parts.values())
+            for part in parts:  # ~50 ns each
+                part.used = self._turn
+        self.hits += len(parts) - (self.misses - misses)
+        return parts
 
-    def forget_changed(self, catalog: Catalog) -> None:
-        """Drop what no join can use any more: databases changed (or gone) since
-        encoded. O(databases cached)."""
-        for db, encoded in list(self._dbs.items()):
-            if catalog.changed_version_of(db) != encoded.changed:
-                self._drop(db)
+    def _part(self, catalog: Catalog, db: str) -> EncodedDatabase:
+        part = self._parts.get(db)
+        if part is None:
+            view = catalog.database_view(db)
+            part = EncodedDatabase(view, self._chunk_size, catalog.release_view, self._account)
+            if view.entries:  # an empty one: nothing to keep
+                self._parts[db] = part
+            self.misses += 1
+        part.used = self._turn
+        return part
 
     def _account(self, encoded: EncodedDatabase, grown: int) -> None:
-        if self._dbs.get(encoded.db) is not encoded:
+        if self._parts.get(encoded.db) is not encoded:
             return  # evicted or replaced: its jobs hold it, the cache does not
         self.nbytes += grown
-        while self.nbytes > self.max_bytes and self._dbs:
-            self._drop(next(iter(self._dbs)))
+        if self.nbytes > self.max_bytes:  # rare: drop the least recently captured
+            for part in sorted(self._parts.values(), key=lambda p: p.used):
+                self._forget(part.db)
+                if self._missing is not None:
+                    self._missing.add(part.db)
+                if self.nbytes <= self.max_bytes:
+                    break
 
-    def _drop(self, db: str) -> None:
-        self.nbytes -= self._dbs.pop(db).nbytes
+    def _forget(self, db: str) -> None:
+        part = self._parts.pop(db, None)
+        if part is not None:
+            self.nbytes -= part.nbytes
+        if self._missing is not None:
+            self._missing.discard(db)
+
+    def _forget_all(self, chunk_size: int) -> None:
+        self._parts.clear()
+        self._missing = None
+        self.nbytes = 0
+        self._chunk_size = chunk_size

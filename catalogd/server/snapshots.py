@@ -9,8 +9,9 @@ loss).
 Contract of :func:`snapshot_frames`:
 
 * The version and the entries are captured when it is called (on the thread
-  that owns the catalog), in O(databases): each database's state is an O(1)
-  view (:meth:`Catalog.database_view`) or its encoded chunks cached already
+  that owns the catalog): each database's chunks cached for its current state,
+  or an O(1) view of it (:meth:`Catalog.database_view`) to encode from, so the
+  capture costs O(databases changed since the last capture), not O(entries)
   (:mod:`catalogd.server.snapshot_cache`). Encoding happens lazily, one chunk
   per frame, so one big snapshot never stalls publishing, and a database's
   chunks are encoded once for every join that sees it unchanged.
@@ -18,19 +19,20 @@ Contract of :func:`snapshot_frames`:
   ``""`` the global objects first), each database's in version order; limited to
   ``databases`` plus the global objects (``GLOBAL``) when ``databases`` is
   given. (Subscribers install a snapshot as a set: they need no global order.)
-* Every chunk carries ``seq`` 0, 1, 2, ... and at most ``chunk_size`` entries of
-  one database; the last frame is always a ``TSnapshotEnd`` with
-  ``(service_id, version, count, chunks)``, so a subscriber detects a truncated
-  or reordered stream. An empty selection is just the terminator (``count ==
-  chunks == 0``).
+* Every chunk carries ``seq`` 0, 1, 2, ... and at most ``chunk_size`` entries (a
+  big database fills chunks of its own, small ones share chunks); the last frame
+  is always a ``TSnapshotEnd`` with ``(service_id, version, count, chunks)``, so a
+  subscriber detects a truncated or reordered stream. An empty selection is just
+  the terminator (``count == chunks == 0``).
 * A chunk frame is a standard ``codec.pack`` zlib frame of its ``TResponse``,
-  stitched (:mod:`subscriber.protocol.segments`): the few bytes that vary per
-  join (``request_id``, ``service_id``, ``seq``) are a stored block in front of
-  the cached deflated entries, so receivers read it like any other frame.
+  stitched (:mod:`subscriber.protocol.segments`): the bytes that vary per join
+  (``request_id``, ``service_id``, ``seq``, the entry count) are a stored block in
+  front of the cached deflated entries, so receivers read it like any other frame.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import count as counting
@@ -41,7 +43,7 @@ from catalogd.core.catalog import Catalog
 from catalogd.server.snapshot_cache import EncodedDatabase, SnapshotCache
 from subscriber.protocol import codec, wire
 from subscriber.protocol.keys import GLOBAL
-from subscriber.protocol.segments import stitched_frame
+from subscriber.protocol.segments import Segment, stitched_frame
 
 svc = idl.catalog_service
 PARK_MIN_S, PARK_MAX_S = 0.005, 0.1
@@ -93,40 +95,64 @@ def snapshot_frames(
     if not empty:
         if cache is None:
             cache = SnapshotCache(max_bytes=0)
-        cache.forget_changed(catalog)
-        names = catalog.databases() if wanted is None else sorted(wanted)
-        parts = [cache.database(catalog, db, chunk_size) for db in names]
-    return _frames(service_id, request_id, version, parts)
-
-
-# The bytes after a chunk's entries field: TSnapshotChunk's stop, TResponse's stop.
-_CHUNK_SUFFIX = b"\x00\x00"
-# An empty entries field (header, element type, size 0) and the suffix, as encoded.
-_EMPTY_TAIL = 3 + 5 + len(_CHUNK_SUFFIX)
-
-
-def chunk_prefix(service_id: str, rid: int | None, seq: int) -> bytes:
-    """The encoded ``TResponse`` of a chunk up to its entries field (the per-join part)."""
-    chunk = svc.TSnapshotChunk(service_id=service_id, seq=seq, entries=[])
-    response = svc.TResponse(request_id=rid, status=_ok(), chunk=chunk)
-    return codec.encode(response, check=False)[:-_EMPTY_TAIL]
+        parts = cache.capture(catalog, None if wanted is None else sorted(wanted), chunk_size)
+    return _frames(service_id, request_id, version, iter(parts), chunk_size)
 
 
 def _frames(
-    service_id: str, rid: int | None, version: int, parts: list[EncodedDatabase]
+    service_id: str, rid: int | None, version: int, parts: Iterator[EncodedDatabase], size: int
 ) -> Iterator[bytes]:
+    head = chunk_head(service_id, rid)
     chunks = entries = 0
+    batch: list[Segment] = []
+    count = 0
+    for segment, n in _pieces(parts):
+        if batch and count + n > size:  # the frame is as full as it gets: send it
+            yield _chunk_frame(head, chunks, batch, count)
+            chunks, entries, batch, count = chunks + 1, entries + count, [], 0
+        batch.append(segment)
+        count += n
+        if count >= size:
+            yield _chunk_frame(head, chunks, batch, count)
+            chunks, entries, batch, count = chunks + 1, entries + count, [], 0
+    if batch:
+        yield _chunk_frame(head, chunks, batch, count)
+        chunks, entries = chunks + 1, entries + count
+    end = svc.TSnapshotEnd(service_id=service_id, version=version, count=entries, chunks=chunks)
+    yield codec.pack(svc.TResponse(request_id=rid, status=_ok(), snapshot_end=end))
+
+
+def _pieces(parts: Iterator[EncodedDatabase]) -> Iterator[tuple[Segment, int]]:
+    """Every database's deflated chunks in order, each encoded when first needed."""
     for part in parts:
         for i in counting():
             piece = part.chunk(i)
             if piece is None:
                 break
-            segment, n = piece
-            yield stitched_frame(chunk_prefix(service_id, rid, chunks), segment, _CHUNK_SUFFIX)
-            chunks += 1
-            entries += n
-    end = svc.TSnapshotEnd(service_id=service_id, version=version, count=entries, chunks=chunks)
-    yield codec.pack(svc.TResponse(request_id=rid, status=_ok(), snapshot_end=end))
+            yield piece
+
+
+# The bytes of a chunk's TResponse after its entries: TSnapshotChunk's stop, TResponse's.
+_CHUNK_SUFFIX = b"\x00\x00"
+# The end of an encoded chunk TResponse with no entries: seq (i32), the entries field's
+# header (type, id, element type, count) and the suffix.
+_HEAD_TAIL = 4 + 8 + len(_CHUNK_SUFFIX)
+_SEQ_ENTRIES = struct.Struct(">i4si")
+
+
+def chunk_head(service_id: str, rid: int | None) -> bytes:
+    """A chunk's encoded ``TResponse`` up to its ``seq`` value (the same for every chunk
+    of one answer)."""
+    chunk = svc.TSnapshotChunk(service_id=service_id, seq=0, entries=[])
+    response = svc.TResponse(request_id=rid, status=_ok(), chunk=chunk)
+    return codec.encode(response, check=False)[:-_HEAD_TAIL]
+
+
+def _chunk_frame(head: bytes, seq: int, segments: list[Segment], count: int) -> bytes:
+    """The frame of chunk ``seq``: ``codec.pack`` of its ``TResponse`` in meaning, built
+    from the cached deflated entries (:mod:`subscriber.protocol.segments`)."""
+    prefix = head + _SEQ_ENTRIES.pack(seq, b"\x0f\x00\x03\x0c", count)
+    return stitched_frame(prefix, segments, _CHUNK_SUFFIX)
 
 
 @dataclass(eq=False)

@@ -10,7 +10,7 @@ bytes vary without compressing the chunk again:
   keeps its length and its Adler-32.
 * :func:`stitched_frame` builds a :func:`codec.pack`-style frame around it::
 
-      0x01 | 78 01 | stored(prefix) | segment | stored-final(suffix) | adler32(be)
+      0x01 | 78 01 | stored(prefix) | segment... | stored-final(suffix) | adler32(be)
 
   i.e. a standard zlib stream (header, deflate blocks, trailer) whose blocks come
   from independent compressors: the prefix and suffix as *stored* (uncompressed)
@@ -21,7 +21,9 @@ bytes vary without compressing the chunk again:
   (:func:`adler32_combine`, zlib's formula), so the work per frame is one memory
   copy, independent of the body's size.
 
-Invariant: ``zlib.decompress(stitched_frame(p, deflate_segment(b), s)[1:]) == p + b + s``;
+Several segments may follow each other in one frame, each as it was deflated.
+
+Invariant: ``zlib.decompress(stitched_frame(p, [deflate_segment(b)], s)[1:]) == p + b + s``;
 so :func:`codec.unpack` reads a stitched frame exactly as it reads
 ``codec.frame(p + b + s)``: receivers need no change.
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = ["Segment", "adler32_combine", "deflate_segment", "stitched_frame"]
@@ -81,17 +84,19 @@ def _stored(data: bytes, *, final: bool) -> list[bytes]:
     return parts
 
 
-def stitched_frame(prefix: bytes, segment: Segment, suffix: bytes) -> bytes:
-    """A zlib frame (flag byte included) that inflates to ``prefix + body + suffix``,
-    ``body`` being what ``segment`` was deflated from. Costs one copy of the parts."""
-    adler = adler32_combine(zlib.adler32(prefix), segment.adler, segment.size)
+def stitched_frame(prefix: bytes, segments: Sequence[Segment], suffix: bytes) -> bytes:
+    """A zlib frame (flag byte included) that inflates to ``prefix``, then the bodies
+    ``segments`` were deflated from, then ``suffix``. Costs one copy of the parts."""
+    adler = zlib.adler32(prefix)
+    for segment in segments:
+        adler = adler32_combine(adler, segment.adler, segment.size)
     adler = adler32_combine(adler, zlib.adler32(suffix), len(suffix))
     return b"".join(
         [
             _FLAG_ZLIB,
             _ZLIB_HEADER,
             *_stored(prefix, final=False),
-            segment.deflated,
+            *(segment.deflated for segment in segments),
             *_stored(suffix, final=True),
             struct.pack(">I", adler),
         ]

@@ -12,8 +12,12 @@ import pytest
 import idl
 from catalogd.core.catalog import Catalog
 from catalogd.server import sockets
-from catalogd.server.snapshot_cache import SnapshotCache, entries_field, thrift_entries_field
-from catalogd.server.snapshots import SnapshotJob, chunk_prefix, snapshot_frames
+from catalogd.server.snapshot_cache import (
+    SnapshotCache,
+    encoded_entries,
+    thrift_encoded_entries,
+)
+from catalogd.server.snapshots import SnapshotJob, chunk_head, snapshot_frames
 from subscriber.protocol import codec, wire
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.errors import ProtocolError
@@ -65,11 +69,14 @@ def test_a_stitched_frame_inflates_to_prefix_body_and_suffix(seed: int) -> None:
     rng = random.Random(seed)
     sizes = [0, 1, 100, 70_000, 140_000]
     prefix, suffix = (rng.randbytes(rng.choice(sizes)) for _ in range(2))
-    body = rng.randbytes(rng.choice(sizes)) + b"x" * rng.choice(sizes)
-    frame = stitched_frame(prefix, deflate_segment(body), suffix)
+    bodies = [
+        rng.randbytes(rng.choice(sizes)) + b"x" * rng.choice(sizes) for _ in range(rng.randrange(4))
+    ]
+    frame = stitched_frame(prefix, [deflate_segment(b) for b in bodies], suffix)
     assert frame[0] == codec.FLAG_ZLIB
     inflater = zlib.decompressobj()
-    assert inflater.decompress(frame[1:]) == prefix + body + suffix
+    assert inflater.decompress(frame[1:]) == prefix + b"".join(bodies) + suffix
+    body = b"".join(bodies)
     assert inflater.eof and not inflater.unused_data  # adler32 checked, nothing trailing
     assert adler32_combine(zlib.adler32(prefix), zlib.adler32(body), len(body)) == zlib.adler32(
         prefix + body
@@ -82,8 +89,9 @@ def test_a_chunk_frame_is_exactly_the_encoding_pack_would_compress() -> None:
         response = codec.unpack(svc.TResponse, frame)
         assert zlib.decompress(frame[1:]) == codec.encode(response)
         assert codec.unpack(svc.TResponse, codec.pack(response)) == response
-    prefix = chunk_prefix("svc", None, 3)
-    assert codec.decode(svc.TResponse, prefix + b"\x0f\x00\x03\x0c\x00\x00\x00\x00\x00\x00")
+    head = chunk_head("svc", None)  # then seq, the entries' header, the entries, 2 stops
+    empty = codec.decode(svc.TResponse, head + b"\0\0\0\3\x0f\0\3\x0c\0\0\0\0\0\0")
+    assert (empty.request_id, empty.chunk.seq, empty.chunk.entries) == (None, 3, [])
 
 
 def test_a_corrupted_or_truncated_stitched_frame_is_refused() -> None:
@@ -118,6 +126,20 @@ def test_a_commit_to_a_database_invalidates_only_its_chunks() -> None:
     version, state, _ = state_of(frames_of(catalog, cache))
     assert cache.misses == misses + 1 and cache.hits == hits + 2  # a; b and "" reused
     assert version == catalog.version and state == live(catalog)
+
+
+def test_small_databases_share_chunks_and_no_chunk_holds_more_than_its_size() -> None:
+    catalog = Catalog()
+    catalog.commit({f"TABLE:d{i:02}.t{j}": b"x" for i in range(30) for j in range(i % 4)})
+    catalog.commit({f"TABLE:big.t{j}": b"y" for j in range(10)})
+    frames = list(
+        snapshot_frames(catalog, service_id="s", request_id=1, databases=None, chunk_size=4)
+    )
+    *chunks, _ = [codec.unpack(svc.TResponse, f) for f in frames]
+    sizes = [len(c.chunk.entries) for c in chunks]
+    assert max(sizes) <= 4 and sum(sizes) == len(catalog)
+    assert len(chunks) <= len(catalog) // 4 + 30 // 4 + 3  # not one frame per database
+    assert state_of(frames)[1] == live(catalog)
 
 
 def test_a_filtered_join_shares_the_chunks_of_an_unfiltered_one() -> None:
@@ -271,7 +293,7 @@ def test_a_turn_stops_at_its_budget_and_the_next_starts_with_the_others() -> Non
     assert router.sent[2:] == [b"\x02", b"\x03", b"\x00", b"\x01"]
 
 
-def test_the_entries_field_is_encoded_as_thrift_encodes_it() -> None:
+def test_entries_are_encoded_as_thrift_encodes_them() -> None:
     entries = [
         Entry("TABLE:a.t", 1, b"x" * 300),
         Entry("HDFS_PARTITION:a.t:dt=é", 2**40, b""),
@@ -279,4 +301,4 @@ def test_the_entries_field_is_encoded_as_thrift_encodes_it() -> None:
         Entry("DATABASE:a", 4, bytes(range(256))),
     ]
     for part in ([], entries[:1], entries):
-        assert entries_field(part) == thrift_entries_field(part)
+        assert encoded_entries(part) == thrift_encoded_entries(part)
