@@ -28,8 +28,11 @@ CPU of the first join of an unchanged catalog (it encodes) against each later on
 ``small``) ask at once, right after a commit to both databases (so the storm
 encodes) and again unchanged: the server loop's longest turn
 (``ServerStats.longest_turn_s``) and the heartbeats' lateness seen by a separate
-process (0.1 s interval). Printed beside them, from the same run: what one turn
-held before sliced captures, ``list(catalog.live_entries())``. Targets (issue 26):
+process (0.1 s interval), the catalog frozen out of the cyclic GC as the daemon does
+after its first load (``gc.freeze``; the longest GC pause is printed too), and the
+most CPU one turn used (``longest_turn_cpu_s``: the server's own work, without the
+waits for a CPU a loaded machine adds). Printed beside them, from the same run: what
+one turn held before sliced captures, ``list(catalog.live_entries())``. Targets (issue 26):
 a later join <= 0.3 s of server CPU at 1M partitions; no turn and no heartbeat
 late by more than 100 ms.
 """

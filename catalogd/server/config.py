@@ -95,6 +95,8 @@ class ServerStats:
     snapshot_cache_misses: int = 0
     """Databases a join found encoded already / had to encode."""
     longest_turn_s: float = 0.0
-    """The longest server loop turn since start (its worst stall)."""
+    """The longest server loop turn since start (its worst stall), in wall time."""
+    longest_turn_cpu_s: float = 0.0
+    """The most CPU time one turn took (its own work, without waits for a CPU)."""
     subscribers: dict[str, tuple[int, float]] = field(default_factory=dict)
     """client id -> (applied version, wall time of its last report)."""
