@@ -26,7 +26,8 @@ decoding), and the server thread's CPU time from its own CPU clock. Measured: se
 CPU of the first join of an unchanged catalog (it encodes) against each later one
 (it copies cached chunks); then, while 20 joiners (10 unfiltered, 10 filtered by
 ``small``) ask at once, right after a commit to both databases (so the storm
-encodes) and again unchanged: the server loop's longest turn
+encodes; meanwhile a thread commits one partition of ``bench`` every 0.1 s, so each
+commit lands in a database being encoded) and again unchanged: the server loop's longest turn
 (``ServerStats.longest_turn_s``) and the heartbeats' lateness seen by a separate
 process (0.1 s interval), the catalog frozen out of the cyclic GC as the daemon does
 after its first load (``gc.freeze``; the longest GC pause is printed too), and the

@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -128,14 +129,17 @@ def run(args: argparse.Namespace) -> list[Result]:
                 note=f"{server.stats.snapshot_cache_bytes / 2**20:.0f} MiB held",
             ),
         ]
-        for label, invalidate in (("after a commit (encodes)", True), ("unchanged", False)):
+        storms = (("after a commit, commits every 0.1 s (encodes)", True), ("unchanged", False))
+        for label, invalidate in storms:
             if invalidate:
                 server.commit(touched).result()
             server.stats.longest_turn_s = server.stats.longest_turn_cpu_s = 0.0  # a bench's reset
             pauses.longest = 0.0
             beats.start()
             cpu, started = thread_cpu_s(tid), time.monotonic()
+            writer = Writer(server, next(iter(touched)), enabled=invalidate)
             joined_all = joiners.join(10, 10)
+            writer.stop()
             wall, cpu = time.monotonic() - started, thread_cpu_s(tid) - cpu
             time.sleep(3 * HEARTBEAT_S)
             late = beats.stop()
@@ -171,6 +175,29 @@ def run(args: argparse.Namespace) -> list[Result]:
         beats.close()
         server.close()
     return results
+
+
+class Writer:
+    """Commits one partition every 0.1 s while the joins stream (from another thread,
+    as the loader does): each commit lands in a database a join is still encoding."""
+
+    def __init__(self, server: CatalogServer, key: str, *, enabled: bool) -> None:
+        self._server, self._key = server, key
+        self._stop = threading.Event()
+        self.commits = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        if enabled:
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self._server.commit({self._key: b"commit %d" % self.commits}).result()
+            self.commits += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
 
 
 class GcPauses:

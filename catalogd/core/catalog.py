@@ -24,11 +24,17 @@ Invariants:
 * ``changed_version_of(db)`` is the version of the newest change (add, update or
   removal) to database ``db``: equal values mean an unchanged database, so
   encodings of it can be kept and reused (catalogd's snapshot cache).
-* A :class:`DatabaseView` never changes: the catalog copies a database's map
-  before the first write after a view of it was taken (copy on write), so a view
-  costs O(1) to take and the copy is paid only when a write follows.
+* A :class:`DatabaseView` never changes: a database's live entries are kept in
+  groups (its heads, i.e. everything but partitions, and each table's partitions),
+  and after a view was taken the first write copies the map of groups (O(tables))
+  and the first write to each group copies that group (O(its size)): a view costs
+  O(1) to take, and a write after it at most one table's partitions in copies.
 
 Not thread-safe: one owner (catalogd's catalog thread) calls every method.
+
+Why one module of over 400 lines: the entries, their indexes (by database, table,
+type) and the copy-on-write views over them change together in one commit loop, the
+hot path of every load; splitting them would spread one invariant over modules.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -65,7 +72,7 @@ def _discard(index: dict[str, set[str]], group: str, key: str) -> None:
         del index[group]
 
 
-_NO_ENTRIES: Mapping[str, Entry] = MappingProxyType({})
+_NO_GROUPS: Mapping[str, Mapping[str, Entry]] = MappingProxyType({})
 
 
 _EMPTY: frozenset[str] = frozenset()
@@ -82,9 +89,17 @@ class DatabaseView(NamedTuple):
 
     db: str
     changed: int
-    entries: Mapping[str, Entry]
+    groups: Mapping[str, Mapping[str, Entry]]
+    """Its live entries by group (``""``: its heads; ``"db.table"``: that table's
+    partitions), each group's in version order."""
+    size: int
+    """How many live entries it holds."""
     token: int
     """Identifies the map read (for :meth:`Catalog.release_view`)."""
+
+    def entries(self) -> Iterator[Entry]:
+        """Every live entry of the view, group by group."""
+        return chain.from_iterable(group.values() for group in self.groups.values())
 
 
 _view = tuple.__new__
@@ -120,8 +135,12 @@ class Catalog:
         # database -> its live entries by key, in version order, so database-wide
         # operations need no full scan; shared (copied before the next write) once
         # a view of it was handed out.
-        self._by_database: dict[str, dict[str, Entry]] = {}
+        self._by_database: dict[str, dict[str, dict[str, Entry]]] = {}  # db->group->key
+        self._sizes: dict[str, int] = {}  # database -> live entries
         self._shared: dict[str, int] = {}  # database -> views of its current map out
+        # database -> groups copied since its map was last copied for a view (absent:
+        # no view was ever taken of it, so no group is shared).
+        self._fresh: dict[str, set[str]] = {}
         # database -> the version of its newest change (removals included), in that
         # order (re-inserted on change), so the databases changed lately are at the end.
         self._changed: dict[str, int] = {}
@@ -148,13 +167,16 @@ class Catalog:
         live = [e for e in self._entries.values() if e.payload is not None]
         self._entries = {}
         self._tombstones.clear()
-        self._by_database, self._shared, self._changed = {}, {}, {}
+        self._by_database, self._shared, self._changed, self._fresh = {}, {}, {}, {}
+        self._sizes = {}
         self._last_changed = None
         for offset, old in enumerate(live, start=1):
             entry = Entry(old.key, version + offset, old.payload)
             self._entries[entry.key] = entry
             db = database_of(entry.key)
-            self._by_database.setdefault(db, {})[entry.key] = entry
+            group = split_partition_key(entry.key)[0] if entry.key.startswith(_PARTITION) else ""
+            self._by_database.setdefault(db, {}).setdefault(group, {})[entry.key] = entry
+            self._sizes[db] = self._sizes.get(db, 0) + 1
             self._changed.pop(db, None)
             self._changed[db] = entry.version
         self._version = version + len(live)
@@ -187,7 +209,10 @@ class Catalog:
 
     def keys_of_database(self, db: str) -> frozenset[str]:
         """Live keys that belong to database ``db`` (``""`` for global objects)."""
-        return frozenset(self._by_database.get(db, ()))
+        return frozenset(self._keys_of(db))
+
+    def _keys_of(self, db: str) -> Iterator[str]:
+        return chain.from_iterable(self._by_database.get(db, {}).values())
 
     def databases(self) -> list[str]:
         """Every database holding a live key (``""``: global objects), sorted."""
@@ -201,12 +226,12 @@ class Catalog:
         """Database ``db``'s live entries now, in version order, as a view that never
         changes. O(1): the next write to ``db`` copies its map first (O(its size),
         once) unless every view of that map was given back (:meth:`release_view`)."""
-        entries = self._by_database.get(db)
-        if entries is None:
-            return _view(DatabaseView, (db, self.changed_version_of(db), _NO_ENTRIES, 0))
+        groups = self._by_database.get(db)
+        if groups is None:
+            return _view(DatabaseView, (db, self.changed_version_of(db), _NO_GROUPS, 0, 0))
         self._shared[db] = self._shared.get(db, 0) + 1
-        proxy = MappingProxyType(entries)
-        return _view(DatabaseView, (db, self._changed[db], proxy, id(entries)))
+        proxy = MappingProxyType(groups)
+        return _view(DatabaseView, (db, self._changed[db], proxy, self._sizes[db], id(groups)))
 
     def databases_changed_since(self, version: int) -> list[str]:
         """The databases changed (entries added, updated or removed) after ``version``,
@@ -230,7 +255,7 @@ class Catalog:
 
     def size_of_database(self, db: str) -> int:
         """How many live keys database ``db`` has (``""``: global objects), without copying."""
-        return len(self._by_database.get(db, ()))
+        return self._sizes.get(db, 0)
 
     def counts_by_type(self) -> dict[str, int]:
         """Live objects per type (``TABLE``, ``HDFS_PARTITION``, ...)."""
@@ -260,7 +285,7 @@ class Catalog:
 
     def keys_with_prefix(self, prefix: str, *, db: str | None = None) -> list[str]:
         """Live keys starting with ``prefix``; ``db`` narrows the scan to one database."""
-        pool: Iterable[str] = self._by_database.get(db, ()) if db is not None else self._entries
+        pool: Iterable[str] = self._keys_of(db) if db is not None else self._entries
         return sorted(k for k in pool if k.startswith(prefix) and k in self)
 
     def live_entries(self) -> Iterator[Entry]:
@@ -270,7 +295,8 @@ class Catalog:
     def live_entries_of(self, databases: Iterable[str]) -> list[Entry]:
         """The live entries of ``databases`` (``""``: global objects), by the database
         index: the work is what they hold, not the catalog's size."""
-        return [e for db in databases for e in self._by_database.get(db, {}).values()]
+        by_db = self._by_database
+        return [e for db in databases for g in by_db.get(db, {}).values() for e in g.values()]
 
     def snapshot(self) -> Snapshot:
         return Snapshot(self._version, tuple(self.live_entries()))
@@ -346,12 +372,23 @@ class Catalog:
             self._changed.pop(db, None)
             self._last_changed = db
         self._changed[db] = entry.version
-        members = self._by_database.get(db)
-        if members is None:
-            members = self._by_database[db] = {}
+        groups = self._by_database.get(db)
+        if groups is None:
+            groups = self._by_database[db] = {}
+            self._fresh.pop(db, None)  # no view reads any group of a new map
         elif self._shared and db in self._shared:  # a view reads this map: copy on write
-            members = self._by_database[db] = dict(members)
+            groups = self._by_database[db] = dict(groups)
             del self._shared[db]
+            self._fresh[db] = set()
+        name = table if table is not None else ""
+        members = groups.get(name)
+        if members is None:
+            members = groups[name] = {}
+            if db in self._fresh:
+                self._fresh[db].add(name)
+        elif self._fresh and db in self._fresh and name not in self._fresh[db]:
+            members = groups[name] = dict(members)  # a view may read it: copy on write
+            self._fresh[db].add(name)
         if was_live:
             del members[key]  # re-inserted below if live: version order within the database
         if entry.payload is None:
@@ -360,8 +397,11 @@ class Catalog:
             if was_live:
                 self._live -= 1
                 self._counts[kind] -= 1
+                self._sizes[db] -= 1
                 if not members:
-                    del self._by_database[db]
+                    del groups[name]
+                if not groups:
+                    del self._by_database[db], self._sizes[db]
                 if table is not None:
                     _discard(self._partitions, table, key)
                 else:
@@ -372,6 +412,7 @@ class Catalog:
                 self._tombstones.pop(key, None)
             if not was_live:
                 self._live += 1
+                self._sizes[db] = self._sizes.get(db, 0) + 1
                 self._counts[kind] = self._counts.get(kind, 0) + 1
                 index = self._partitions if table is not None else self._heads
                 index.setdefault(table if table is not None else db, set()).add(key)

@@ -96,9 +96,9 @@ class EncodedDatabase:
         self.nbytes = 0
         self.used = 0
         """When a capture last took it (the cache's counter: least recently used goes)."""
-        self._left = len(view.entries)
+        self._left = view.size
         self._view: DatabaseView | None = view
-        self._values: Iterator[Entry] = iter(view.entries.values())
+        self._values: Iterator[Entry] = view.entries()
         self._release, self._grew = release, grew
         self._finish_if_done()
 
@@ -187,7 +187,7 @@ class SnapshotCache:
         if part is None:
             view = catalog.database_view(db)
             part = EncodedDatabase(view, self._chunk_size, catalog.release_view, self._account)
-            if view.entries:  # an empty one: nothing to keep
+            if view.size:  # an empty one: nothing to keep
                 self._parts[db] = part
             self.misses += 1
         part.used = self._turn

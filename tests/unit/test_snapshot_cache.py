@@ -35,7 +35,12 @@ def populated() -> Catalog:
     catalog.commit({"DATABASE:a": b"da", "DATABASE:b": b"db", "PRINCIPAL:admin.ROLE": b"r"})
     catalog.commit({f"TABLE:a.t{i}": f"a{i}".encode() * 50 for i in range(7)})
     catalog.commit({f"TABLE:b.t{i}": f"b{i}".encode() * 50 for i in range(5)})
+    catalog.commit({part(i): f"p{i}".encode() * 20 for i in range(8)})
     return catalog
+
+
+def part(i: int) -> str:
+    return f"HDFS_PARTITION:a.t{i % 2}:dt={i}"
 
 
 def frames_of(catalog: Catalog, cache: SnapshotCache | None, **kw: Any) -> list[bytes]:
@@ -193,7 +198,9 @@ def test_joins_racing_commits_each_get_one_consistent_state(seed: int) -> None:
         db = rng.choice("ab")
         catalog.commit(
             {
-                f"TABLE:{db}.t{rng.randrange(9)}": rng.choice([None, rng.randbytes(20)])
+                rng.choice([f"TABLE:{db}.t{rng.randrange(9)}", part(rng.randrange(12))]): (
+                    rng.choice([None, rng.randbytes(20)])
+                )
                 for _ in range(3)
             }
         )
@@ -211,18 +218,24 @@ def frames_of_lazy(catalog: Catalog, cache: SnapshotCache) -> Any:
 def test_a_database_view_never_changes_and_its_release_spares_the_copy() -> None:
     catalog = populated()
     view = catalog.database_view("a")
-    before = dict(view.entries)
-    assert list(view.entries) == [k for k in before]  # version order
+    before = {e.key: e for e in view.entries()}
+    assert view.size == len(before) == catalog.size_of_database("a")
+    assert set(view.groups) == {"", "a.t0", "a.t1"}  # heads, then each table's partitions
+    assert [e.version for e in view.groups["a.t0"].values()] == sorted(
+        e.version for e in view.groups["a.t0"].values()
+    )
     assert view.changed == catalog.changed_version_of("a")
     catalog.commit({"TABLE:a.t0": b"new", "TABLE:a.t9": b"added", "TABLE:a.t1": None})
-    assert dict(view.entries) == before
+    catalog.commit({part(0): b"new", part(1): None, part(20): b"added"})
+    assert {e.key: e for e in view.entries()} == before
     assert catalog.changed_version_of("a") == catalog.version > view.changed
     second = catalog.database_view("a")
     catalog.release_view(second)
     catalog.release_view(view)  # an old map: harmless
     catalog.commit({"TABLE:a.t3": b"again"})
-    assert second.entries["TABLE:a.t3"].payload == b"again"  # released: written in place
-    assert list(catalog.database_view("a").entries)[-1] == "TABLE:a.t3"
+    assert second.groups[""]["TABLE:a.t3"].payload == b"again"  # released: written in place
+    assert list(catalog.database_view("a").groups[""])[-1] == "TABLE:a.t3"
+    assert {e.key for e in view.entries()} == set(before)
 
 
 def test_removals_and_a_takeover_move_a_database_changed_version() -> None:
