@@ -133,6 +133,8 @@ def run(args: argparse.Namespace) -> list[Result]:
         for label, invalidate in storms:
             if invalidate:
                 server.commit(touched).result()
+            else:  # the writer changed ``bench``: one join encodes its state again
+                joiners.join(1, 1)
             server.stats.longest_turn_s = server.stats.longest_turn_cpu_s = 0.0  # a bench's reset
             pauses.longest = 0.0
             beats.start()
