@@ -315,3 +315,15 @@ def test_entries_are_encoded_as_thrift_encodes_them() -> None:
     ]
     for part in ([], entries[:1], entries):
         assert encoded_entries(part) == thrift_encoded_entries(part)
+
+
+def test_databases_changed_since_lists_the_newest_changes_first() -> None:
+    catalog = populated()
+    start = catalog.version
+    assert catalog.databases_changed_since(start) == []
+    catalog.commit({"TABLE:b.t0": b"new"})
+    catalog.commit({part(3): None})
+    catalog.commit({"PRINCIPAL:admin.ROLE": b"r2", "TABLE:b.t1": b"new"})
+    assert catalog.databases_changed_since(start) == ["b", "", "a"]
+    assert catalog.databases_changed_since(catalog.version - 1) == ["b"]
+    assert set(catalog.databases_changed_since(0)) == {"", "a", "b"}
