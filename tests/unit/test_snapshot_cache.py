@@ -180,10 +180,11 @@ def test_the_cache_stays_within_its_bytes_dropping_the_least_recently_used() -> 
 # -- consistency: a join racing commits ----------------------------------------------------
 
 
+@pytest.mark.parametrize("max_bytes", [1 << 20, 300, 0])  # kept, evicted mid-stream, none
 @pytest.mark.parametrize("seed", range(25))
-def test_joins_racing_commits_each_get_one_consistent_state(seed: int) -> None:
+def test_joins_racing_commits_each_get_one_consistent_state(seed: int, max_bytes: int) -> None:
     rng = random.Random(seed)
-    catalog, cache = populated(), SnapshotCache()
+    catalog, cache = populated(), SnapshotCache(max_bytes)
     streams: list[tuple[int, dict[str, bytes | None], Any, list[bytes]]] = []
     for _ in range(6):
         if rng.random() < 0.7:  # a new join captures now
