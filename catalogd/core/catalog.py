@@ -20,7 +20,7 @@ Invariants:
   :class:`DeltaUnavailableError`: the caller needs a snapshot.
 * Entries are kept in version order (dict insertion order, re-inserted on
   change), so a delta costs time proportional to its size, not the catalog's;
-  so are each database's live entries (:meth:`database_view`).
+  so is each group of a database's live entries (:meth:`database_view`).
 * ``changed_version_of(db)`` is the version of the newest change (add, update or
   removal) to database ``db``: equal values mean an unchanged database, so
   encodings of it can be kept and reused (catalogd's snapshot cache).
@@ -84,7 +84,7 @@ class DeltaUnavailableError(CatalogError):
 
 class DatabaseView(NamedTuple):
     """The live entries of one database as of ``changed`` (the version of its newest
-    change), in version order; never changes (see the module's invariants). A tuple,
+    change), group by group; never changes (see the module's invariants). A tuple,
     made with ``tuple.__new__``: a join may take one per database, so it must be cheap."""
 
     db: str
@@ -132,10 +132,10 @@ class Catalog:
         self._entries: dict[str, Entry] = {}
         # tombstoned key -> removal version, oldest first, for bounded pruning.
         self._tombstones: OrderedDict[str, int] = OrderedDict()
-        # database -> its live entries by key, in version order, so database-wide
-        # operations need no full scan; shared (copied before the next write) once
-        # a view of it was handed out.
-        self._by_database: dict[str, dict[str, dict[str, Entry]]] = {}  # db->group->key
+        # database -> group ("": its heads, "db.table": that table's partitions) ->
+        # key -> live entry, each group in version order, so database-wide operations
+        # need no full scan; copied on write while a view may read them.
+        self._by_database: dict[str, dict[str, dict[str, Entry]]] = {}
         self._sizes: dict[str, int] = {}  # database -> live entries
         self._shared: dict[str, int] = {}  # database -> views of its current map out
         # database -> groups copied since its map was last copied for a view (absent:
@@ -223,9 +223,10 @@ class Catalog:
         return self._changed.get(db, 0)
 
     def database_view(self, db: str) -> DatabaseView:
-        """Database ``db``'s live entries now, in version order, as a view that never
-        changes. O(1): the next write to ``db`` copies its map first (O(its size),
-        once) unless every view of that map was given back (:meth:`release_view`)."""
+        """Database ``db``'s live entries now, as a view that never changes. O(1): the
+        next write to ``db`` copies its map of groups first (O(tables)) unless every
+        view of it was given back (:meth:`release_view`), and the first write to each
+        group after that copy copies the group (O(its size))."""
         groups = self._by_database.get(db)
         if groups is None:
             return _view(DatabaseView, (db, self.changed_version_of(db), _NO_GROUPS, 0, 0))
