@@ -17,6 +17,25 @@ message the moment the subscription arrives, and the SUB receives it (every
 socket new per round, like the subscriber's). The ratio shows what the protocol
 adds over that physical minimum. The target is absolute: at most 5 ms (p50) for
 an empty catalog; load average and catalog size are printed beside the figures.
+
+``--storm``: joins of a big catalog instead (``--tables`` x ``--dts * --regions``
+partitions in database ``bench``, the payloads ``sync_bench.py`` builds and caches,
+plus a database ``small`` of 2 such tables). Joiners run in another process
+(``support/snapshot_drain.py``: they read frames as fast as a socket does, without
+decoding), and the server thread's CPU time from its own CPU clock. Measured: server
+CPU of the first join of an unchanged catalog (it encodes) against each later one
+(it copies cached chunks); then, while 20 joiners (10 unfiltered, 10 filtered by
+``small``) ask at once, right after a commit to both databases (so the storm
+encodes; meanwhile a thread commits one partition of ``bench`` every 0.1 s, so each
+commit lands in a database being encoded) and again unchanged: the server loop's longest turn
+(``ServerStats.longest_turn_s``) and the heartbeats' lateness seen by a separate
+process (0.1 s interval), the catalog frozen out of the cyclic GC as the daemon does
+after its first load (``gc.freeze``; the longest GC pause is printed too), and the
+most CPU one turn used (``longest_turn_cpu_s``: the server's own work, without the
+waits for a CPU a loaded machine adds). Printed beside them, from the same run: what
+one turn held before sliced captures, ``list(catalog.live_entries())``. Targets (issue 26):
+a later join <= 0.3 s of server CPU at 1M partitions; no turn and no heartbeat
+late by more than 100 ms.
 """
 
 from __future__ import annotations
@@ -28,7 +47,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+import snapshot_storm as storm
 import zmq
 from support.measure import Result, add_output_argument, cpu_note, finish, summarize
 
@@ -112,8 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=200, help="joins per measure")
     parser.add_argument("--tables", type=int, default=0, help="tables in the catalog")
     parser.add_argument("--databases", default=None, help="a filtered subscriber's databases")
+    parser.add_argument("--storm", action="store_true", help="joins of a big catalog (above)")
+    parser.add_argument("--dts", type=int, default=100, help="--storm: dates per table")
+    parser.add_argument("--regions", type=int, default=10, help="--storm: regions per date")
+    parser.add_argument("--data-dir", type=Path, default=storm.DEFAULT_DIR)
     add_output_argument(parser)
     args = parser.parse_args(argv)
+    if args.storm:
+        return finish("snapshot storm", storm.run(args), args)
     databases = args.databases.split(",") if args.databases else None
     print(f"join_bench: {cpu_note()}")
     context = zmq.Context()

@@ -43,6 +43,7 @@ DATA_DIRS = {
     "ondemand": ("catalogd-bench-sync", "catalogd-bench-sync"),
     "capture": ("catalogd-bench-sync", "catalogd-bench-sync"),
     "fetch_storm": ("catalogd-bench-sync", "catalogd-bench-sync"),
+    "join_storm": ("catalogd-bench-sync", "catalogd-bench-sync"),
 }
 
 # name -> (script, full-size arguments, quick arguments)
@@ -72,6 +73,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "fetch_storm": ("fetch_storm.py", [], ["--tables", "10", "--clients", "10", "--seconds", "3"]),
     "web": ("web_bench.py", [], ["--partitions", "10000", "--tables", "100", "--seconds", "3"]),
     "join": ("join_bench.py", [], ["--rounds", "50"]),
+    "join_storm": ("join_bench.py", ["--storm", "--tables", "1000"], ["--storm", "--tables", "10"]),
     "curve": ("curve_bench.py", [], [
         "--subscribers", "1,10", "--changes", "50", "--rate", "20",
         "--tables", "100", "--partitions", "100"]),

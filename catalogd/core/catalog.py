@@ -19,9 +19,22 @@ Invariants:
   yields exactly the live entries at ``version``. For ``v < floor`` it raises
   :class:`DeltaUnavailableError`: the caller needs a snapshot.
 * Entries are kept in version order (dict insertion order, re-inserted on
-  change), so a delta costs time proportional to its size, not the catalog's.
+  change), so a delta costs time proportional to its size, not the catalog's;
+  so is each group of a database's live entries (:meth:`database_view`).
+* ``changed_version_of(db)`` is the version of the newest change (add, update or
+  removal) to database ``db``: equal values mean an unchanged database, so
+  encodings of it can be kept and reused (catalogd's snapshot cache).
+* A :class:`DatabaseView` never changes: a database's live entries are kept in
+  groups (its heads, i.e. everything but partitions, and each table's partitions),
+  and after a view was taken the first write copies the map of groups (O(tables))
+  and the first write to each group copies that group (O(its size)): a view costs
+  O(1) to take, and a write after it at most one table's partitions in copies.
 
 Not thread-safe: one owner (catalogd's catalog thread) calls every method.
+
+Why one module of over 400 lines: the entries, their indexes (by database, table,
+type) and the copy-on-write views over them change together in one commit loop, the
+hot path of every load; splitting them would spread one invariant over modules.
 """
 
 from __future__ import annotations
@@ -29,6 +42,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
+from types import MappingProxyType
+from typing import NamedTuple
 
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.errors import CatalogError
@@ -56,11 +72,37 @@ def _discard(index: dict[str, set[str]], group: str, key: str) -> None:
         del index[group]
 
 
+_NO_GROUPS: Mapping[str, Mapping[str, Entry]] = MappingProxyType({})
+
+
 _EMPTY: frozenset[str] = frozenset()
 
 
 class DeltaUnavailableError(CatalogError):
     """The requested delta reaches back past the catalog's oldest tombstone."""
+
+
+class DatabaseView(NamedTuple):
+    """The live entries of one database as of ``changed`` (the version of its newest
+    change), group by group; never changes (see the module's invariants). A tuple,
+    made with ``tuple.__new__``: a join may take one per database, so it must be cheap."""
+
+    db: str
+    changed: int
+    groups: Mapping[str, Mapping[str, Entry]]
+    """Its live entries by group (``""``: its heads; ``"db.table"``: that table's
+    partitions), each group's in version order."""
+    size: int
+    """How many live entries it holds."""
+    token: int
+    """Identifies the map read (for :meth:`Catalog.release_view`)."""
+
+    def entries(self) -> Iterator[Entry]:
+        """Every live entry of the view, group by group."""
+        return chain.from_iterable(group.values() for group in self.groups.values())
+
+
+_view = tuple.__new__
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +132,19 @@ class Catalog:
         self._entries: dict[str, Entry] = {}
         # tombstoned key -> removal version, oldest first, for bounded pruning.
         self._tombstones: OrderedDict[str, int] = OrderedDict()
-        # database -> live keys, so database-wide operations need no full scan.
-        self._by_database: dict[str, set[str]] = {}
+        # database -> group ("": its heads, "db.table": that table's partitions) ->
+        # key -> live entry, each group in version order, so database-wide operations
+        # need no full scan; copied on write while a view may read them.
+        self._by_database: dict[str, dict[str, dict[str, Entry]]] = {}
+        self._sizes: dict[str, int] = {}  # database -> live entries
+        self._shared: dict[str, int] = {}  # database -> views of its current map out
+        # database -> groups copied since its map was last copied for a view (absent:
+        # no view was ever taken of it, so no group is shared).
+        self._fresh: dict[str, set[str]] = {}
+        # database -> the version of its newest change (removals included), in that
+        # order (re-inserted on change), so the databases changed lately are at the end.
+        self._changed: dict[str, int] = {}
+        self._last_changed: str | None = None  # the database at the end of _changed
         # "db.table" -> live partition keys, so a table refresh needs no scan.
         self._partitions: dict[str, set[str]] = {}
         # database -> live keys other than partitions (a listing of its objects).
@@ -114,8 +167,18 @@ class Catalog:
         live = [e for e in self._entries.values() if e.payload is not None]
         self._entries = {}
         self._tombstones.clear()
-        for offset, entry in enumerate(live, start=1):
-            self._entries[entry.key] = Entry(entry.key, version + offset, entry.payload)
+        self._by_database, self._shared, self._changed, self._fresh = {}, {}, {}, {}
+        self._sizes = {}
+        self._last_changed = None
+        for offset, old in enumerate(live, start=1):
+            entry = Entry(old.key, version + offset, old.payload)
+            self._entries[entry.key] = entry
+            db = database_of(entry.key)
+            group = split_partition_key(entry.key)[0] if entry.key.startswith(_PARTITION) else ""
+            self._by_database.setdefault(db, {}).setdefault(group, {})[entry.key] = entry
+            self._sizes[db] = self._sizes.get(db, 0) + 1
+            self._changed.pop(db, None)
+            self._changed[db] = entry.version
         self._version = version + len(live)
         self._floor = self._version
 
@@ -146,11 +209,54 @@ class Catalog:
 
     def keys_of_database(self, db: str) -> frozenset[str]:
         """Live keys that belong to database ``db`` (``""`` for global objects)."""
-        return frozenset(self._by_database.get(db, ()))
+        return frozenset(self._keys_of(db))
+
+    def _keys_of(self, db: str) -> Iterator[str]:
+        return chain.from_iterable(self._by_database.get(db, {}).values())
+
+    def databases(self) -> list[str]:
+        """Every database holding a live key (``""``: global objects), sorted."""
+        return sorted(self._by_database)
+
+    def changed_version_of(self, db: str) -> int:
+        """The version of the newest change to database ``db`` (0: never changed)."""
+        return self._changed.get(db, 0)
+
+    def database_view(self, db: str) -> DatabaseView:
+        """Database ``db``'s live entries now, as a view that never changes. O(1): the
+        next write to ``db`` copies its map of groups first (O(tables)) unless every
+        view of it was given back (:meth:`release_view`), and the first write to each
+        group after that copy copies the group (O(its size))."""
+        groups = self._by_database.get(db)
+        if groups is None:
+            return _view(DatabaseView, (db, self.changed_version_of(db), _NO_GROUPS, 0, 0))
+        self._shared[db] = self._shared.get(db, 0) + 1
+        proxy = MappingProxyType(groups)
+        return _view(DatabaseView, (db, self._changed[db], proxy, self._sizes[db], id(groups)))
+
+    def databases_changed_since(self, version: int) -> list[str]:
+        """The databases changed (entries added, updated or removed) after ``version``,
+        newest change first: O(their number), not the catalog's."""
+        names = []
+        for db, changed in reversed(self._changed.items()):
+            if changed <= version:
+                break
+            names.append(db)
+        return names
+
+    def release_view(self, view: DatabaseView) -> None:
+        """``view`` is read no more (call once per view): when no view of its database's
+        current map is left, writes to that database need no copy."""
+        current = self._by_database.get(view.db)
+        if current is None or id(current) != view.token or view.db not in self._shared:
+            return  # an older map (already copied away from): nothing to do
+        self._shared[view.db] -= 1
+        if not self._shared[view.db]:
+            del self._shared[view.db]
 
     def size_of_database(self, db: str) -> int:
         """How many live keys database ``db`` has (``""``: global objects), without copying."""
-        return len(self._by_database.get(db, ()))
+        return self._sizes.get(db, 0)
 
     def counts_by_type(self) -> dict[str, int]:
         """Live objects per type (``TABLE``, ``HDFS_PARTITION``, ...)."""
@@ -180,7 +286,7 @@ class Catalog:
 
     def keys_with_prefix(self, prefix: str, *, db: str | None = None) -> list[str]:
         """Live keys starting with ``prefix``; ``db`` narrows the scan to one database."""
-        pool: Iterable[str] = self._by_database.get(db, ()) if db is not None else self._entries
+        pool: Iterable[str] = self._keys_of(db) if db is not None else self._entries
         return sorted(k for k in pool if k.startswith(prefix) and k in self)
 
     def live_entries(self) -> Iterator[Entry]:
@@ -190,8 +296,8 @@ class Catalog:
     def live_entries_of(self, databases: Iterable[str]) -> list[Entry]:
         """The live entries of ``databases`` (``""``: global objects), by the database
         index: the work is what they hold, not the catalog's size."""
-        entries = self._entries
-        return [entries[key] for db in databases for key in self._by_database.get(db, ())]
+        by_db = self._by_database
+        return [e for db in databases for g in by_db.get(db, {}).values() for e in g.values()]
 
     def snapshot(self) -> Snapshot:
         return Snapshot(self._version, tuple(self.live_entries()))
@@ -263,24 +369,52 @@ class Catalog:
         """Bring the tombstones, counts and indexes up to date with ``entry`` (just
         stored under ``key``, whose :func:`_place` is ``place``)."""
         kind, db, table = place
+        if db != self._last_changed:  # re-inserted: the order stays that of the changes
+            self._changed.pop(db, None)
+            self._last_changed = db
+        self._changed[db] = entry.version
+        groups = self._by_database.get(db)
+        if groups is None:
+            groups = self._by_database[db] = {}
+            self._fresh.pop(db, None)  # no view reads any group of a new map
+        elif self._shared and db in self._shared:  # a view reads this map: copy on write
+            groups = self._by_database[db] = dict(groups)
+            del self._shared[db]
+            self._fresh[db] = set()
+        name = table if table is not None else ""
+        members = groups.get(name)
+        if members is None:
+            members = groups[name] = {}
+            if db in self._fresh:
+                self._fresh[db].add(name)
+        elif self._fresh and db in self._fresh and name not in self._fresh[db]:
+            members = groups[name] = dict(members)  # a view may read it: copy on write
+            self._fresh[db].add(name)
+        if was_live:
+            del members[key]  # re-inserted below if live: version order within the database
         if entry.payload is None:
             self._tombstones[key] = entry.version
             self._tombstones.move_to_end(key)
             if was_live:
                 self._live -= 1
                 self._counts[kind] -= 1
-                _discard(self._by_database, db, key)
+                self._sizes[db] -= 1
+                if not members:
+                    del groups[name]
+                if not groups:
+                    del self._by_database[db], self._sizes[db]
                 if table is not None:
                     _discard(self._partitions, table, key)
                 else:
                     _discard(self._heads, db, key)
         else:
+            members[key] = entry
             if self._tombstones:
                 self._tombstones.pop(key, None)
             if not was_live:
                 self._live += 1
+                self._sizes[db] = self._sizes.get(db, 0) + 1
                 self._counts[kind] = self._counts.get(kind, 0) + 1
-                self._by_database.setdefault(db, set()).add(key)
                 index = self._partitions if table is not None else self._heads
                 index.setdefault(table if table is not None else db, set()).add(key)
 

@@ -46,6 +46,11 @@ class ServerConfig:
     """Snapshots queued for one peer; a newer request replaces its oldest."""
     max_snapshot_jobs: int = 1_000
     """Snapshots queued in all; beyond it a snapshot request is answered BUSY."""
+    snapshot_cache_bytes: int = 256 * 1024 * 1024
+    """Encoded snapshot chunks kept for later joins (~51 B per partition; 0: none)."""
+    snapshot_turn_s: float = 0.02
+    """Snapshot frames sent per loop turn stop once this much time went by (the turn
+    then ends with at most one chunk's encoding more): a bound on the server's stall."""
     report_ttl_s: float = 10.0
     """A subscriber that neither joined nor reported for this long is forgotten."""
     welcome_snapshot_entries: int = 64
@@ -84,5 +89,14 @@ class ServerStats:
     snapshot_jobs_replaced: int = 0
     snapshot_retries: int = 0
     """Sends refused by a full pipe (the job waits, backing off, and tries again)."""
+    snapshot_cache_bytes: int = 0
+    """Encoded snapshot chunks held for later joins (a gauge)."""
+    snapshot_cache_hits: int = 0
+    snapshot_cache_misses: int = 0
+    """Databases a join found encoded already / had to encode."""
+    longest_turn_s: float = 0.0
+    """The longest server loop turn since start (its worst stall), in wall time."""
+    longest_turn_cpu_s: float = 0.0
+    """The most CPU time one turn took (its own work, without waits for a CPU)."""
     subscribers: dict[str, tuple[int, float]] = field(default_factory=dict)
     """client id -> (applied version, wall time of its last report)."""

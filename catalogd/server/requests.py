@@ -49,6 +49,7 @@ from catalogd.core.catalog import Catalog, DeltaUnavailableError
 from catalogd.server import fetches
 from catalogd.server.config import ServerStats
 from catalogd.server.members import Membership, Report
+from catalogd.server.snapshot_cache import SnapshotCache
 from catalogd.server.snapshots import (
     SnapshotJob,
     small_selection,
@@ -88,6 +89,8 @@ class ServerState:
     welcome_snapshot_entries: int = 0
     welcome_snapshot_bytes: int = 0
     """A welcome carries the snapshot when it holds at most this many entries and bytes."""
+    snapshot_cache: SnapshotCache | None = None
+    """The server's encoded chunks, shared by joins (None: nothing shared)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +148,7 @@ def answer(
             databases=request.snapshot.databases,
             chunk_size=state.snapshot_chunk,
             empty=bool(request.snapshot.empty),
+            cache=state.snapshot_cache,
         )
         return Outcome(snapshot=SnapshotJob(identity, rid, frames), counter="snapshots")
     if request.catch_up is not None:

@@ -25,18 +25,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import zmq
 
+import idl
 from catalogd.addresses import next_port_endpoint
 from catalogd.security import curve
-from catalogd.server.config import ServerConfig
+from catalogd.server import requests
+from catalogd.server.config import ServerConfig, ServerStats
 from catalogd.server.snapshots import SnapshotJob
 from subscriber.protocol import codec
 
 log = logging.getLogger(__name__)
+svc = idl.catalog_service
 
 
 JOIN_BEAT_SPACING_S = 0.001
@@ -138,14 +142,28 @@ def send_reply(router: zmq.Socket, identity: bytes, response: Any) -> None:
         router.send_multipart([identity, codec.pack(response)], zmq.NOBLOCK)
 
 
-def advance_jobs(router: zmq.Socket, jobs: list[SnapshotJob], now: float) -> int:
+def advance_jobs(
+    router: zmq.Socket,
+    jobs: list[SnapshotJob],
+    now: float,
+    *,
+    budget_s: float = float("inf"),
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
     """Send each streaming snapshot not parked at ``now`` its next frame; a full pipe
     parks the job (:meth:`SnapshotJob.park`). Returns how many sends a full pipe refused.
 
+    Stops once ``budget_s`` went by (each frame may cost a chunk's encoding); the
+    jobs served go to the end of ``jobs``, so the next turn starts with the others.
     Finished jobs, and jobs whose peer went away, are removed from ``jobs``.
     """
     refused = 0
+    deadline = clock() + budget_s
+    served: set[SnapshotJob] = set()
     for job in list(jobs):
+        if served and clock() >= deadline:
+            break
+        served.add(job)
         if job.retry_at > now:
             continue
         frame = job.next_frame()
@@ -163,4 +181,30 @@ def advance_jobs(router: zmq.Socket, jobs: list[SnapshotJob], now: float) -> int
             jobs.remove(job)  # the subscriber went away
         else:
             job.sent()
+    if len(served) < len(jobs):  # stopped early: the others first next time
+        jobs[:] = [j for j in jobs if j not in served] + [j for j in jobs if j in served]
     return refused
+
+
+def queue_job(
+    router: zmq.Socket,
+    jobs: list[SnapshotJob],
+    job: SnapshotJob,
+    config: ServerConfig,
+    stats: ServerStats,
+) -> None:
+    """Queue ``job`` within the per-peer and total bounds of ``config``: a peer's newest
+    request replaces its oldest; beyond the total the peer is answered BUSY."""
+    mine = [j for j in jobs if j.identity == job.identity]
+    while mine and len(mine) >= config.max_snapshot_jobs_per_peer:
+        # The peer asked again, so it gave up on its oldest request.
+        jobs.remove(mine.pop(0))
+        stats.snapshot_jobs_replaced += 1
+    if len(jobs) >= config.max_snapshot_jobs:
+        stats.busy += 1
+        busy = requests.status(
+            svc.TStatusCode.BUSY, "too many snapshots in progress", job.request_id
+        )
+        send_reply(router, job.identity, busy)
+        return
+    jobs.append(job)

@@ -19,7 +19,9 @@ ROUTER_MANDATORY: a full pipe leaves the chunk for later instead of dropping
 it, and *parks* the job (it is tried again after a backoff of up to 100 ms, so
 a peer that never reads costs nothing while it waits). Each peer has at most
 ``max_snapshot_jobs_per_peer`` snapshots queued (a newer request replaces its
-oldest), all peers ``max_snapshot_jobs``.
+oldest), all peers ``max_snapshot_jobs``. A turn sends frames for at most
+``snapshot_turn_s`` (then one chunk's encoding more); encoded chunks are shared by
+joins while their database is unchanged (:mod:`catalogd.server.snapshot_cache`).
 
 Joins wait for nothing fixed: the PUB socket is an XPUB, so the loop learns the
 moment a subscriber's subscription takes effect and publishes a heartbeat right
@@ -64,6 +66,7 @@ from catalogd.server import requests, sockets
 from catalogd.server.config import ServerConfig, ServerStats
 from catalogd.server.members import Membership
 from catalogd.server.reloads import AwaitedReloads
+from catalogd.server.snapshot_cache import SnapshotCache
 from catalogd.server.snapshots import SnapshotJob
 from subscriber.doorbell import Doorbell
 from subscriber.protocol import wire
@@ -128,6 +131,7 @@ class CatalogServer:
         self._startup_error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="catalogd-server", daemon=True)
         self._jobs: list[SnapshotJob] = []
+        self._snapshot_cache = SnapshotCache(config.snapshot_cache_bytes)
         self._members = Membership(
             self.stats.subscribers, ttl_s=config.report_ttl_s, max_members=config.max_subscribers
         )
@@ -266,7 +270,9 @@ class CatalogServer:
                 if self._joined:
                     due.append(last_beat + sockets.JOIN_BEAT_SPACING_S)
                 wait = max(0.0, min(due) - now)
-                for sock, _ in poller.poll(int(wait * 1000)):
+                events = poller.poll(int(wait * 1000))
+                turn = (time.monotonic(), time.thread_time())
+                for sock, _ in events:
                     if sock == bell:
                         self._bell.drain()
                         self._drain_work(pub)
@@ -285,9 +291,9 @@ class CatalogServer:
                     poller.register(pub, zmq.POLLIN)
                     self._jobs.clear()
                 self.stats.snapshot_retries += sockets.advance_jobs(
-                    router, self._jobs, time.monotonic()
+                    router, self._jobs, time.monotonic(), budget_s=self.config.snapshot_turn_s
                 )
-                self.stats.snapshot_jobs = len(self._jobs)
+                self._count_snapshots(*turn)
                 if self._joined and time.monotonic() >= last_beat + sockets.JOIN_BEAT_SPACING_S:
                     next_beat = 0.0  # a joining subscriber's proof that its SUB is live
                 if time.monotonic() >= next_beat:
@@ -388,7 +394,7 @@ class CatalogServer:
                 outcome = requests.malformed(exc)
             requests.record(self.stats, outcome, self._members, member, now)
             if outcome.snapshot is not None:
-                self._queue_snapshot(router, outcome.snapshot)
+                sockets.queue_job(router, self._jobs, outcome.snapshot, self.config, self.stats)
             if outcome.load_request is not None and self._on_load_request is not None:
                 self._on_load_request(*outcome.load_request)
             if outcome.reload_request is not None:
@@ -419,21 +425,14 @@ class CatalogServer:
         key = curve.user_id(frames[1]).encode()
         return identity, body, key + b"\0" + identity
 
-    def _queue_snapshot(self, router: zmq.Socket, job: SnapshotJob) -> None:
-        """Queue ``job`` within the per-peer and total bounds (see the module docstring)."""
-        mine = [j for j in self._jobs if j.identity == job.identity]
-        while mine and len(mine) >= self.config.max_snapshot_jobs_per_peer:
-            # The peer asked again, so it gave up on its oldest request.
-            self._jobs.remove(mine.pop(0))
-            self.stats.snapshot_jobs_replaced += 1
-        if len(self._jobs) >= self.config.max_snapshot_jobs:
-            self.stats.busy += 1
-            busy = requests.status(
-                svc.TStatusCode.BUSY, "too many snapshots in progress", job.request_id
-            )
-            sockets.send_reply(router, job.identity, busy)
-            return
-        self._jobs.append(job)
+    def _count_snapshots(self, turn_started: float, turn_cpu_started: float) -> None:
+        stats, cache = self.stats, self._snapshot_cache
+        stats.snapshot_jobs = len(self._jobs)
+        stats.snapshot_cache_bytes = cache.nbytes
+        stats.snapshot_cache_hits, stats.snapshot_cache_misses = cache.hits, cache.misses
+        stats.longest_turn_s = max(stats.longest_turn_s, time.monotonic() - turn_started)
+        cpu = time.thread_time() - turn_cpu_started
+        stats.longest_turn_cpu_s = max(stats.longest_turn_cpu_s, cpu)
 
     def _state(self) -> requests.ServerState:
         return requests.ServerState(
@@ -445,4 +444,5 @@ class CatalogServer:
             hms_uri=self.config.hms_uri,
             welcome_snapshot_entries=self.config.welcome_snapshot_entries,
             welcome_snapshot_bytes=self.config.welcome_snapshot_bytes,
+            snapshot_cache=self._snapshot_cache,
         )
