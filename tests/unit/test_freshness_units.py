@@ -112,9 +112,7 @@ def test_events_modules_are_pure(module: str) -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.Import)
         for alias in node.names
-    } | {
-        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
-    }
+    } | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     roots = {name.split(".")[0] for name in imported - {"catalogd.freshness"}}
     assert roots & {"time", "threading", "zmq", "socket", "catalogd", "subscriber"} == set()
 
