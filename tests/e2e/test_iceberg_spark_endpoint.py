@@ -306,11 +306,11 @@ def test_iceberg_metadata_reads_are_served_from_the_cache(world: dict[str, Any])
         json.dumps({"reached": reached, "before": before, "after": after}, indent=1)
     )
     assert after["get_table"]["served"] - before["get_table"]["served"] >= 3 * 4
-    # Every table read is the cache's. Forwarded: Iceberg's SHOW TABLES, which asks
+    # Every read is the cache's, Iceberg's SHOW TABLES too: it asks
     # get_table_names_by_filter('hive_filter_field_params__table_type like "ICEBERG"')
-    # (Iceberg 1.12 HiveCatalog.listTables): a call the endpoint does not serve yet.
-    assert set(reached) <= {"get_table_names_by_filter"}, reached
-    assert forwarded == reached.get("get_table_names_by_filter", 0) == 3
+    # (Iceberg 1.12 HiveCatalog.listTables), answered in HMS's HashSet order.
+    assert reached == {}, reached
+    assert forwarded == 0
     for name in ("x", "y"):
         a.sql(f"DROP TABLE ice.ice_read.{name} PURGE")
     a.sql("DROP NAMESPACE ice.ice_read")
