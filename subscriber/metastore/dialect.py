@@ -31,8 +31,26 @@ __all__ = ["Dialect"]
 
 log = logging.getLogger(__name__)
 _SERVICE = idl.hive_metastore.ThriftHiveMetastore
-_PROBE = "get_database"
-_REQUEST_PROBE = "get_database_req"
+# (fact, method, args, what the log says when False/True), asked in this order.
+_PROBES = (
+    (
+        "reads_catalogs",
+        "get_database",
+        _SERVICE.get_database_args(name="@hive#default"),
+        (
+            "does not read (HMS 2.x) catalog-qualified database names",
+            "reads catalog-qualified database names",
+        ),
+    ),
+    (
+        "serves_requests",
+        "get_database_req",
+        _SERVICE.get_database_req_args(
+            request=idl.hive_metastore.GetDatabaseRequest(name="default", catalogName="hive")
+        ),
+        ("lacks (HMS 2.x/3.x) Hive 4's request calls", "has Hive 4's request calls"),
+    ),
+)
 
 
 class Dialect:
@@ -62,30 +80,14 @@ class Dialect:
         self._stop.set()
 
     def _run(self) -> None:
-        args = _SERVICE.get_database_args(name="@hive#default")
-        reads = self._ask(framing.header_bytes(_PROBE, framing.CALL, 1) + codec.encode(args))
-        if reads is None:
-            return
-        self.reads_catalogs = reads
-        self._on_known("reads_catalogs", reads)
-        log.info(
-            "HMS endpoint: the HMS at %s %s catalog-qualified database names",
-            self._uri,
-            "reads" if reads else "does not read (HMS 2.x)",
-        )
-        request = idl.hive_metastore.GetDatabaseRequest(name="default", catalogName="hive")
-        args = _SERVICE.get_database_req_args(request=request)
-        message = framing.header_bytes(_REQUEST_PROBE, framing.CALL, 2) + codec.encode(args)
-        serves = self._ask(message)
-        if serves is None:
-            return
-        self.serves_requests = serves
-        self._on_known("serves_requests", serves)
-        log.info(
-            "HMS endpoint: the HMS at %s %s Hive 4's request calls",
-            self._uri,
-            "has" if serves else "lacks (HMS 2.x/3.x)",
-        )
+        for seq, (fact, method, args, what) in enumerate(_PROBES, 1):
+            message = framing.header_bytes(method, framing.CALL, seq) + codec.encode(args)
+            known = self._ask(message)
+            if known is None:
+                return  # closed first
+            setattr(self, fact, known)
+            self._on_known(fact, known)
+            log.info("HMS endpoint: the HMS at %s %s", self._uri, what[known])
 
     def _ask(self, message: bytes) -> bool | None:
         """Whether HMS answered ``message`` with success (None: stopped first)."""

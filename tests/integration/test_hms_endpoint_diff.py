@@ -28,7 +28,9 @@ from support.hms_diff import (
     RawClient,
     decode_reply,
     differences,
+    endpoint_over,
     grant,
+    loaded,
     populate,
     revoke,
 )
@@ -39,9 +41,6 @@ import idl
 from catalogd.conversion import objects as convert
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.server.thread import CatalogServer, ServerConfig
-from catalogd.sources import ThriftSource, load_catalog
-from subscriber.api import CatalogSubscriber
 from subscriber.metastore import MetastoreEndpoint
 
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(120)]
@@ -56,22 +55,11 @@ def served(
     populate(hms.uri, f"file:{tmp_path_factory.mktemp('diff-wh')}")
     grant(hms.uri)
     with MetastoreClient(hms.uri) as client:
-        objects, _ = load_catalog(ThriftSource(client))
         functions = convert.function_objects(client.get_all_functions())
-    server = CatalogServer(
-        ServerConfig(
-            bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.1
-        )
-    )
-    server.commit(convert.encode_all({**objects, **functions})).result()
-    server.start()
     try:
-        with CatalogSubscriber(server.endpoint) as sub:
-            sub.wait_synced(30)
-            with sub.metastore_endpoint(upstream=hms.uri, max_lag_s=60) as endpoint:
-                yield endpoint
+        with endpoint_over({**loaded(hms.uri), **functions}, hms.uri) as (_, endpoint):
+            yield endpoint
     finally:
-        server.close()
         revoke(hms.uri)
         with MetastoreClient(hms.uri) as client:
             for db in (DB, OTHER_DB):

@@ -16,15 +16,13 @@ from typing import Any
 
 import pytest
 from polling import wait_until
+from support.hms_diff import endpoint_over, loaded
 
 import idl
 from catalogd.addresses import free_port
-from catalogd.conversion import objects as convert
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.server.thread import CatalogServer, ServerConfig
-from catalogd.sources import ThriftSource, load_catalog
-from subscriber.api import CatalogSubscriber
+from catalogd.server.thread import CatalogServer
 from subscriber.metastore import MetastoreEndpoint, framing
 
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(120)]
@@ -34,22 +32,8 @@ svc = idl.hive_metastore.ThriftHiveMetastore
 
 @pytest.fixture
 def served(hms: EmbeddedMetastore) -> Iterator[tuple[CatalogServer, MetastoreEndpoint]]:
-    with MetastoreClient(hms.uri) as client:
-        objects, _ = load_catalog(ThriftSource(client))
-    server = CatalogServer(
-        ServerConfig(
-            bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.1
-        )
-    )
-    server.commit(convert.encode_all(objects)).result()
-    server.start()
-    try:
-        with CatalogSubscriber(server.endpoint) as sub:
-            sub.wait_synced(30)
-            with sub.metastore_endpoint(upstream=hms.uri, max_lag_s=0.5) as endpoint:
-                yield server, endpoint
-    finally:
-        server.close()
+    with endpoint_over(loaded(hms.uri), hms.uri, max_lag_s=0.5) as served:
+        yield served
 
 
 def _raw_call(uri: str, message: bytes) -> bytes:

@@ -20,17 +20,13 @@ from typing import Any
 
 import pytest
 from polling import wait_until
-from support.hms_diff import RawClient, decode_reply, differences
+from support.hms_diff import RawClient, decode_reply, differences, endpoint_over, loaded
 from support.measurements import record_measurement
 
 import idl
-from catalogd.conversion import objects as convert
 from catalogd.hms.builders import thrift_partitions, thrift_table
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.server.thread import CatalogServer, ServerConfig
-from catalogd.sources import ThriftSource, load_catalog
-from subscriber.api import CatalogSubscriber
 from subscriber.metastore import MetastoreEndpoint
 
 pytestmark = [pytest.mark.hms, pytest.mark.timeout(240)]
@@ -130,24 +126,12 @@ def served(
 ) -> Iterator[tuple[str, MetastoreEndpoint]]:
     version, uri = upstream
     _populate(uri, f"file:{tmp_path_factory.mktemp('req-wh')}")
-    with MetastoreClient(uri) as client:
-        objects, _ = load_catalog(ThriftSource(client))
-    server = CatalogServer(
-        ServerConfig(
-            bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.1
-        )
-    )
-    server.commit(convert.encode_all(objects)).result()
-    server.start()
     try:
-        with CatalogSubscriber(server.endpoint) as sub:
-            sub.wait_synced(30)
-            with sub.metastore_endpoint(upstream=uri, max_lag_s=60) as endpoint:
-                dialect = endpoint._dialect
-                wait_until(lambda: dialect.serves_requests is not None, what="the HMS probed")
-                yield version, endpoint
+        with endpoint_over(loaded(uri), uri) as (_, endpoint):
+            dialect = endpoint._dialect
+            wait_until(lambda: dialect.serves_requests is not None, what="the HMS probed")
+            yield version, endpoint
     finally:
-        server.close()
         _drop(uri)
 
 

@@ -24,18 +24,14 @@ from typing import Any
 
 import pytest
 from polling import wait_until
-from support.hms_diff import RawClient, decode_reply, differences
+from support.hms_diff import RawClient, decode_reply, differences, endpoint_over, loaded
 from support.measurements import record_measurement
 from thriftpy2.thrift import TException
 
 import idl
-from catalogd.conversion import objects as convert
 from catalogd.hms.builders import thrift_table
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
-from catalogd.server.thread import CatalogServer, ServerConfig
-from catalogd.sources import ThriftSource, load_catalog
-from subscriber.api import CatalogSubscriber
 from subscriber.metastore import MetastoreEndpoint
 from subscriber.metastore.spec_answers import GROUPING_PARAMETER, java_short
 from subscriber.protocol.keys import make_partition_name
@@ -177,27 +173,13 @@ def served(
     metastore: EmbeddedMetastore, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[MetastoreEndpoint]:
     populate_specs(metastore.uri, f"file:{tmp_path_factory.mktemp('specs-wh')}")
-    with MetastoreClient(metastore.uri) as client:
-        objects, _ = load_catalog(ThriftSource(client))
-    server = CatalogServer(
-        ServerConfig(
-            bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.1
+    with endpoint_over(loaded(metastore.uri), metastore.uri) as (_, endpoint):
+        # Served once the endpoint knows which HMS it stands in for.
+        wait_until(
+            lambda: endpoint._answers.upstream_reads_catalogs is not None,
+            what="the upstream HMS's dialect known",
         )
-    )
-    server.commit(convert.encode_all(objects)).result()
-    server.start()
-    try:
-        with CatalogSubscriber(server.endpoint) as sub:
-            sub.wait_synced(30)
-            with sub.metastore_endpoint(upstream=metastore.uri, max_lag_s=60) as endpoint:
-                # Served once the endpoint knows which HMS it stands in for.
-                wait_until(
-                    lambda: endpoint._answers.upstream_reads_catalogs is not None,
-                    what="the upstream HMS's dialect known",
-                )
-                yield endpoint
-    finally:
-        server.close()
+        yield endpoint
         with MetastoreClient(metastore.uri) as client, contextlib.suppress(TException):
             client.raw.drop_database(DB, False, True)
 

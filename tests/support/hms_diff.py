@@ -17,11 +17,17 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import idl
+from catalogd.conversion import objects as convert
 from catalogd.hms.builders import thrift_table
-from subscriber.metastore import framing
+from catalogd.hms.client import MetastoreClient
+from catalogd.server.thread import CatalogServer, ServerConfig
+from catalogd.sources import ThriftSource, load_catalog
+from subscriber.api import CatalogSubscriber
+from subscriber.metastore import MetastoreEndpoint, framing
 from subscriber.protocol import codec
 from subscriber.protocol.binary import (
     BOOL,
@@ -359,3 +365,32 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) < 300 else text[:300] + "..."
+
+
+def loaded(uri: str) -> dict[str, Any]:
+    """The catalog objects by key that catalogd's Thrift source loads from ``uri``."""
+    with MetastoreClient(uri) as client:
+        objects, _ = load_catalog(ThriftSource(client))
+    return objects
+
+
+@contextlib.contextmanager
+def endpoint_over(
+    objects: dict[str, Any], upstream: str, *, max_lag_s: float = 60.0
+) -> Iterator[tuple[CatalogServer, MetastoreEndpoint]]:
+    """An in-process catalogd holding ``objects``, a subscriber synced to it, and that
+    subscriber's HMS endpoint in front of ``upstream``."""
+    server = CatalogServer(
+        ServerConfig(
+            bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.1
+        )
+    )
+    server.commit(convert.encode_all(objects)).result()
+    server.start()
+    try:
+        with CatalogSubscriber(server.endpoint) as sub:
+            sub.wait_synced(30)
+            with sub.metastore_endpoint(upstream=upstream, max_lag_s=max_lag_s) as endpoint:
+                yield server, endpoint
+    finally:
+        server.close()
