@@ -147,6 +147,8 @@ _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 
 def unescape_partition_value(text: str) -> str:
     """Reverse :func:`escape_partition_value` (``%3D`` becomes ``=``)."""
+    if "%" not in text:  # most values: no regex pass
+        return text
     return _PERCENT.sub(lambda m: chr(int(m.group(1), 16)), text)
 
 

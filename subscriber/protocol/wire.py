@@ -43,7 +43,7 @@ from typing import Any
 
 import idl
 from subscriber.protocol import codec
-from subscriber.protocol.delta import INVALIDATED, Delta, Entry
+from subscriber.protocol.delta import INVALIDATED, Delta, Entry, make_entry
 from subscriber.protocol.errors import ProtocolError
 from subscriber.protocol.keys import GLOBAL, PARTITION_PREFIX, database_of, split_partition_key
 from subscriber.protocol.messages import (
@@ -112,7 +112,7 @@ def entries_from_thrift(items: Any) -> tuple[Entry, ...]:
     if not isinstance(items, list):
         raise ProtocolError("entry list missing")
     # The hot loop of a snapshot: one tuple per entry, attribute reads only.
-    entries = tuple(Entry(t.key, t.version, None if t.removed else t.object) for t in items)
+    entries = tuple(make_entry(t.key, t.version, None if t.removed else t.object) for t in items)
     for entry, t in zip(entries, items, strict=True):
         if entry.payload is None and not t.removed:
             raise ProtocolError(f"entry {t.key!r} has neither an object nor a removed flag")
