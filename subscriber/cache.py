@@ -14,12 +14,16 @@ Invariants:
   live in per-table sets of :data:`BUCKETS` hash buckets, so changing one
   partition of a 100k-partition table copies one bucket of ~1/64 of it.
 * Entries keep the encoded payload; decoding happens on read, in the reader.
+* A snapshot's partitions may arrive packed (:mod:`subscriber.protocol.packed`): a
+  table's partitions then stay in the compressed frames they came in
+  (:class:`PackedPartitions`, ~50 B per partition) until the table is first read or
+  changed, which unpacks them into a :class:`PartitionSet` once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from subscriber.protocol.delta import Delta, Entry, VersionGapError
@@ -29,6 +33,8 @@ from subscriber.protocol.keys import (
     parse_partition_name,
     split_partition_key,
 )
+from subscriber.protocol.messages import PackedRun
+from subscriber.protocol.packed import unpack_run
 
 BUCKETS = 64
 
@@ -47,9 +53,10 @@ class PartitionBucket(dict[str, Entry]):
         except AttributeError:
             pass
         index: dict[tuple[str, str], list[str]] = {}
+        add = index.setdefault
         for name in self:
             for pair in parse_partition_name(name):
-                index.setdefault(pair, []).append(name)
+                add(pair, []).append(name)
         self._index = index  # benign race: readers build equal indexes
         return index
 
@@ -113,6 +120,55 @@ class PartitionSet:
         return PartitionSet(tuple(buckets), size)
 
 
+class PackedPartitions:
+    """The partitions of one table as a snapshot delivered them, packed: the same
+    reads as :class:`PartitionSet`, answered from the set :meth:`unpacked` builds on
+    first use (kept; concurrent first readers may both build it, equal sets)."""
+
+    __slots__ = ("_runs", "_set", "_size")
+
+    def __init__(self, runs: tuple[PackedRun, ...]) -> None:
+        self._runs = runs
+        self._size = sum(run.count for run in runs)
+        self._set: PartitionSet | None = None
+
+    @property
+    def packed(self) -> bool:
+        """Whether no read has unpacked the partitions yet."""
+        return self._set is None
+
+    def unpacked(self) -> PartitionSet:
+        found = self._set
+        if found is None:
+            buckets = tuple(PartitionBucket() for _ in range(BUCKETS))
+            for run in self._runs:
+                for name, entry in unpack_run(run):
+                    buckets[hash(name) % BUCKETS][name] = entry
+            found = self._set = PartitionSet(buckets, sum(map(len, buckets)))
+            self._runs = ()  # the frames go once every table in them is unpacked
+        return found
+
+    def get(self, name: str) -> Entry | None:
+        return self.unpacked().get(name)
+
+    def items(self) -> Iterator[tuple[str, Entry]]:
+        return self.unpacked().items()
+
+    def __len__(self) -> int:
+        found = self._set
+        return self._size if found is None else len(found)
+
+    def matching(self, spec: Mapping[str, str]) -> list[tuple[str, Entry]]:
+        return self.unpacked().matching(spec)
+
+    def changed(self, updates: Mapping[str, Entry | None]) -> PartitionSet:
+        return self.unpacked().changed(updates)
+
+
+Partitions = PartitionSet | PackedPartitions
+"""A table's cached partitions, unpacked or not (the same reads)."""
+
+
 class ChangeKind(Enum):
     ADDED = "added"
     UPDATED = "updated"
@@ -138,7 +194,7 @@ class CacheView:
     """Every non-partition key -> entry."""
     by_database: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """Database -> its non-partition keys (``""`` holds global objects)."""
-    partitions: Mapping[str, PartitionSet] = field(default_factory=dict)
+    partitions: Mapping[str, Partitions] = field(default_factory=dict)
     """``db.table`` -> its partitions."""
 
     def get(self, key: str) -> Entry | None:
@@ -151,7 +207,7 @@ class CacheView:
     def keys_of(self, db: str) -> frozenset[str]:
         return self.by_database.get(db, frozenset())
 
-    def partitions_of(self, table: str) -> PartitionSet:
+    def partitions_of(self, table: str) -> Partitions:
         """The partitions of ``db.table`` (lower-case), empty when none are cached."""
         return self.partitions.get(table, PartitionSet())
 
@@ -165,9 +221,23 @@ class CacheView:
                 yield entry
 
 
-def build_view(service_id: str, version: int, entries: Iterable[Entry]) -> CacheView:
-    """A view holding exactly the live ``entries`` (a snapshot) at ``version``."""
-    return _with_changes(CacheView(service_id, 0), version, entries, events=None)
+def build_view(
+    service_id: str, version: int, entries: Iterable[Entry], packed: Iterable[PackedRun] = ()
+) -> CacheView:
+    """A view holding exactly the live ``entries`` and ``packed`` partitions (a
+    snapshot) at ``version``."""
+    view = _with_changes(CacheView(service_id, 0), version, entries, events=None)
+    runs: dict[str, list[PackedRun]] = {}
+    for run in packed:
+        runs.setdefault(run.table, []).append(run)
+    if not runs:
+        return view
+    partitions = dict(view.partitions)
+    for table, table_runs in runs.items():
+        table_set = PackedPartitions(tuple(table_runs))
+        loose = partitions.get(table)  # partitions of the table that came unpacked
+        partitions[table] = table_set if loose is None else table_set.changed(dict(loose.items()))
+    return replace(view, partitions=partitions)
 
 
 def _with_changes(
@@ -250,9 +320,15 @@ class CatalogCache:
         """Whether install/apply report per-key events (off when nobody listens:
         a first sync of a million partitions then creates no million events)."""
 
-    def install(self, service_id: str, version: int, entries: Iterable[Entry]) -> list[ChangeEvent]:
+    def install(
+        self,
+        service_id: str,
+        version: int,
+        entries: Iterable[Entry],
+        packed: Iterable[PackedRun] = (),
+    ) -> list[ChangeEvent]:
         """Replace the whole cache with a snapshot; return what changed versus before."""
-        new = build_view(service_id, version, entries)
+        new = build_view(service_id, version, entries, packed)
         events = _diff(self.view, new) if self.emit_events else []
         self.view = new
         return events
@@ -295,6 +371,8 @@ __all__ = [
     "CatalogCache",
     "ChangeEvent",
     "ChangeKind",
+    "PackedPartitions",
     "PartitionSet",
+    "Partitions",
     "build_view",
 ]

@@ -61,10 +61,13 @@ from subscriber.protocol.messages import (
     Commit,
     DeltaPart,
     Heartbeat,
+    PackedRun,
     SnapshotChunk,
     SnapshotEnd,
     Welcome,
 )
+
+Runs = Iterable[PackedRun]
 
 # -- outputs ---------------------------------------------------------------------
 
@@ -115,6 +118,8 @@ class _Assembly:
     """The snapshot being received: its entries so far and the next chunk's number."""
 
     entries: list[Entry] = field(default_factory=list)
+    packed: list[PackedRun] = field(default_factory=list)
+    count: int = 0
     next_seq: int = 0
 
 
@@ -210,6 +215,8 @@ class SyncMachine:
         if chunk.seq != assembly.next_seq:
             return self._restart_snapshot()
         assembly.entries.extend(chunk.entries)
+        assembly.packed.extend(chunk.packed)
+        assembly.count += chunk.count
         assembly.next_seq += 1
         return Step()
 
@@ -218,9 +225,12 @@ class SyncMachine:
         assembly = self._assembly
         if assembly is None:
             return Step()
-        if end.count != len(assembly.entries) or end.chunks != assembly.next_seq:
+        if end.count != assembly.count or end.chunks != assembly.next_seq:
             return self._restart_snapshot()  # truncated
-        return self.on_snapshot(end.service_id, end.version, assembly.entries, now)
+        installed = self._install(
+            end.service_id, end.version, assembly.entries, now, assembly.packed
+        )
+        return self._report_if_due(installed, now)
 
     def on_snapshot_garbage(self, now: float) -> Step:
         """An answer to the snapshot request that is an error or does not decode."""
@@ -232,14 +242,16 @@ class SyncMachine:
         """A complete snapshot (:meth:`on_snapshot_end` checked its counts)."""
         return self._report_if_due(self._install(service_id, version, entries, now), now)
 
-    def _install(self, service_id: str, version: int, entries: Iterable[Entry], now: float) -> Step:
+    def _install(
+        self, service_id: str, version: int, entries: Iterable[Entry], now: float, packed: Runs = ()
+    ) -> Step:
         step = Step(installed=True)
         self._assembly = None
         self._offer = None
         same_service = service_id == self.cache.view.service_id
         self._announced = max(version, self._announced) if same_service else version
         self._service_id = service_id
-        step.events = self.cache.install(service_id, version, entries)
+        step.events = self.cache.install(service_id, version, entries, packed)
         self._enter(Event.SNAPSHOT_INSTALLED)
         self.stale = False
         self._requested_at = None

@@ -30,7 +30,7 @@ from subscriber import curve
 from subscriber.curve import ClientKeys
 from subscriber.doorbell import Doorbell
 from subscriber.endpoints import parse_endpoints
-from subscriber.protocol import codec, wire
+from subscriber.protocol import codec, packed, wire
 from subscriber.protocol.errors import AuthenticationError, ProtocolError
 from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, Welcome
 from subscriber.requests import Answered, Asked
@@ -142,13 +142,12 @@ class SubscriberTransport:
 
     def report(self, service_id: str, version: int) -> None:
         """Tell catalogd which version this subscriber has applied (for --sync barriers)."""
-        self.send_request(
-            svc.TRequest(
-                report=svc.TSubscriberReport(
-                    client_id=self.config.client_id, service_id=service_id, applied_version=version
-                )
-            )
-        )
+        self.send_request(self._report(service_id, version))
+
+    def _report(self, service_id: str, version: int) -> Any:
+        client = self.config.client_id
+        report = svc.TSubscriberReport(client, service_id=service_id, applied_version=version)
+        return svc.TRequest(report=report)
 
     # -- thread -------------------------------------------------------------------------
 
@@ -171,13 +170,7 @@ class SubscriberTransport:
 
     def _goodbye(self, dealer: zmq.Socket) -> None:
         """Tell catalogd we are gone, so admin barriers stop counting on us."""
-        goodbye = svc.TRequest(
-            report=svc.TSubscriberReport(
-                client_id=self.config.client_id,
-                service_id=self.machine.cache.view.service_id,
-                applied_version=-1,
-            )
-        )
+        goodbye = self._report(self.machine.cache.view.service_id, -1)
         with contextlib.suppress(zmq.ZMQError):
             dealer.send(codec.pack(goodbye), zmq.NOBLOCK)
             dealer.close(linger=200)  # give the goodbye a moment to leave
@@ -212,7 +205,7 @@ class SubscriberTransport:
             if self._stop.is_set():
                 self._goodbye(dealer)
         finally:
-            self._dealer = None
+            self._dealer = self._snapshot_rid = None
             self._asked.forget()  # no answer comes to a new session
             with contextlib.suppress(zmq.ZMQError):
                 dealer.disable_monitor()
@@ -335,10 +328,14 @@ class SubscriberTransport:
         return self._handle(self.machine.on_heartbeat(message, now))
 
     def _receive(self, dealer: zmq.Socket, flags: int = 0) -> Any | None:
+        """The decoded TResponse, or a snapshot chunk scanned with its partitions packed."""
         frames = dealer.recv_multipart(flags)
         if len(frames) != 1:
             self.stats.garbage += 1
             return None
+        rid = self._snapshot_rid
+        if rid is not None and (chunk := packed.scan_chunk(frames[0], rid)):
+            return chunk
         try:
             return codec.unpack(svc.TResponse, frames[0])
         except ProtocolError:
@@ -347,8 +344,10 @@ class SubscriberTransport:
 
     def _response(self, response: Any) -> bool:
         """Handle one DEALER response; True asks for a reconnect."""
-        rid = response.request_id
         now = time.monotonic()
+        if isinstance(response, SnapshotChunk):
+            return self._handle(self.machine.on_snapshot_chunk(response, now))
+        rid = response.request_id
         if rid is not None and rid == self._snapshot_rid:
             return self._snapshot_part(response, now)
         if rid is not None and rid == self._catch_up_rid:

@@ -1,8 +1,8 @@
 """One table's partitions as the HMS endpoint answers from them: sorted rows.
 
 :class:`Rows` holds ``(name, values, entry)`` per partition, sorted by name, built
-once per state of the table's partitions. From a replica's
-:class:`~subscriber.cache.PartitionSet` every entry is at hand. From an on-demand
+once per state of the table's partitions. From a replica's partitions
+(:data:`~subscriber.cache.Partitions`) every entry is at hand. From an on-demand
 subscriber's :class:`~subscriber.ondemand.reader.LazyPartitions` only the names are
 (the entry slot holds None): a read selects its rows by name and values first, then
 :meth:`Rows.entries` fetches just those partitions, in one batch.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from subscriber.cache import PartitionSet
+from subscriber.cache import Partitions
 from subscriber.ondemand.reader import LazyPartitions
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.keys import parse_partition_name
@@ -28,7 +28,7 @@ class Rows:
 
     __slots__ = ("lazy", "names", "rows", "token")
 
-    def __init__(self, source: PartitionSet | LazyPartitions) -> None:
+    def __init__(self, source: Partitions | LazyPartitions) -> None:
         self.token = token(source)
         self.lazy = source if isinstance(source, LazyPartitions) else None
         pairs: list[tuple[str, Entry | None]] = (

@@ -35,10 +35,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 
 from subscriber.cache import ChangeEvent, ChangeKind
 from subscriber.protocol.delta import INVALIDATED, Delta, Entry, VersionGapError
 from subscriber.protocol.keys import PARTITION_PREFIX, database_of, split_partition_key
+from subscriber.protocol.messages import PackedRun
+from subscriber.protocol.packed import unpack_run
 
 __all__ = [
     "DATABASES",
@@ -204,8 +207,15 @@ class OnDemandCache:
 
     # -- invalidations (the transport thread, through the sync machine) -----------------
 
-    def install(self, service_id: str, version: int, entries: Iterable[Entry]) -> list[ChangeEvent]:
-        """A snapshot: an on-demand one is empty. Everything cached is dropped."""
+    def install(
+        self,
+        service_id: str,
+        version: int,
+        entries: Iterable[Entry],
+        packed: Iterable[PackedRun] = (),
+    ) -> list[ChangeEvent]:
+        """A snapshot: an on-demand one is empty (nothing packed). Everything cached
+        is dropped."""
         with self._lock:
             self._entries.clear()
             self._log.clear()
@@ -213,7 +223,8 @@ class OnDemandCache:
             self._bytes = 0
             self.log_floor = version
             self.view = OnDemandView(service_id, version)
-            for entry in entries:  # none from catalogd; kept for a caller that has some
+            unpacked = (entry for run in packed for _, entry in unpack_run(run))
+            for entry in chain(entries, unpacked):  # none from catalogd: kept for callers
                 if entry.payload not in (None, INVALIDATED):
                     size = len(entry.key) + len(entry.payload or b"") + ENTRY_OVERHEAD
                     self._put(entry.key, _Cached(entry.version, entry.payload, size))

@@ -11,7 +11,7 @@ Answering a hello: :class:`Welcome`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from subscriber.protocol.delta import Entry
 
@@ -47,11 +47,31 @@ class Heartbeat:
 
 
 @dataclass(frozen=True, slots=True)
+class PackedRun:
+    """``count`` consecutive partitions of table ``table`` (``db.t``) in a snapshot chunk,
+    kept as they arrived: bytes ``[start, end)`` of the inflated ``frame``
+    (:mod:`subscriber.protocol.packed` scans and unpacks them)."""
+
+    table: str
+    frame: bytes = field(repr=False)
+    start: int
+    end: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotChunk:
-    """One chunk of a snapshot answer; ``seq`` counts chunks from 0."""
+    """One chunk of a snapshot answer; ``seq`` counts chunks from 0. Its partitions are
+    in ``entries`` or, when the chunk was scanned rather than decoded, in ``packed``."""
 
     seq: int
     entries: tuple[Entry, ...]
+    packed: tuple[PackedRun, ...] = ()
+
+    @property
+    def count(self) -> int:
+        """How many entries the chunk carries."""
+        return len(self.entries) + sum(run.count for run in self.packed)
 
 
 @dataclass(frozen=True, slots=True)
