@@ -140,8 +140,13 @@ class PackedPartitions:
     def unpacked(self) -> PartitionSet:
         found = self._set
         if found is None:
+            runs = self._runs
+            # Another reader may have unpacked between the two reads: it sets _set
+            # before it clears _runs, so one of the two reads sees its work.
+            found = self._set
+        if found is None:
             buckets = tuple(PartitionBucket() for _ in range(BUCKETS))
-            for run in self._runs:
+            for run in runs:
                 for name, entry in unpack_run(run):
                     buckets[hash(name) % BUCKETS][name] = entry
             found = self._set = PartitionSet(buckets, sum(map(len, buckets)))

@@ -232,3 +232,34 @@ def test_the_machine_counts_packed_entries_against_the_end() -> None:
     assert machine.cache.view.entry_count() == end.count
     machine, kinds = fed(chunks[:-1])  # the last chunk lost
     assert not machine.synced and ActionKind.REQUEST_SNAPSHOT in kinds
+
+
+def test_readers_racing_to_unpack_all_see_every_partition() -> None:
+    """The first readers of a packed table may unpack it together; none may see it
+    empty (one clears the frames after publishing its set)."""
+    import sys
+    import threading
+
+    frames = frames_of(catalog_of(1, 40), 2000)
+    chunk = packed.scan_chunk(frames[0], RID)
+    assert chunk is not None
+    runs = tuple(r for r in chunk.packed if r.table == "a.t0")
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(200):
+            table = PackedPartitions(runs)
+            sizes: list[int] = []
+            threads = [
+                threading.Thread(
+                    target=lambda t, out: out.append(len(dict(t.items()))), args=(table, sizes)
+                )
+                for _ in range(4)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert sizes == [40] * 4
+    finally:
+        sys.setswitchinterval(interval)
