@@ -11,13 +11,14 @@ Invariants:
 * A delta is applied only when it starts at the view's version
   (:class:`~subscriber.protocol.delta.VersionGapError` otherwise, view untouched).
 * Copy-on-write is proportional to the change, not the catalog: partitions
-  live in per-table sets of :data:`BUCKETS` hash buckets, so changing one
-  partition of a 100k-partition table copies one bucket of ~1/64 of it.
+  live in per-table sets of :data:`~subscriber.partitions.BUCKETS` hash buckets, so
+  changing one partition of a 100k-partition table copies one bucket of ~1/64 of it
+  (:mod:`subscriber.partitions`).
 * Entries keep the encoded payload; decoding happens on read, in the reader.
 * A snapshot's partitions may arrive packed (:mod:`subscriber.protocol.packed`): a
   table's partitions then stay in the compressed frames they came in
-  (:class:`PackedPartitions`, ~50 B per partition) until the table is first read or
-  changed, which unpacks them into a :class:`PartitionSet` once.
+  (:class:`~subscriber.partitions.PackedPartitions`, ~50 B per partition) until the
+  table is first read, which unpacks them once; deltas go to an overlay meanwhile.
 """
 
 from __future__ import annotations
@@ -26,152 +27,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from subscriber.partitions import BUCKETS, PackedPartitions, Partitions, PartitionSet
 from subscriber.protocol.delta import Delta, Entry, VersionGapError
-from subscriber.protocol.keys import (
-    PARTITION_PREFIX,
-    database_of,
-    parse_partition_name,
-    split_partition_key,
-)
+from subscriber.protocol.keys import PARTITION_PREFIX, database_of, split_partition_key
 from subscriber.protocol.messages import PackedRun
-from subscriber.protocol.packed import unpack_run
-
-BUCKETS = 64
-
-
-class PartitionBucket(dict[str, Entry]):
-    """One hash bucket of a table's partitions (name -> entry), never mutated once
-    published in a view. Remembers, on first use, an index of its names by
-    ``(column, value)`` so partial-spec lookups touch only matching names."""
-
-    __slots__ = ("_index",)
-    _index: dict[tuple[str, str], list[str]]
-
-    def index(self) -> dict[tuple[str, str], list[str]]:
-        try:
-            return self._index
-        except AttributeError:
-            pass
-        index: dict[tuple[str, str], list[str]] = {}
-        add = index.setdefault
-        for name in self:
-            for pair in parse_partition_name(name):
-                add(pair, []).append(name)
-        self._index = index  # benign race: readers build equal indexes
-        return index
-
-
-_EMPTY_BUCKETS: tuple[PartitionBucket, ...] = tuple(PartitionBucket() for _ in range(BUCKETS))
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionSet:
-    """The partitions of one table: partition name -> entry, in hash buckets."""
-
-    buckets: tuple[PartitionBucket, ...] = _EMPTY_BUCKETS
-    size: int = 0
-
-    def get(self, name: str) -> Entry | None:
-        return self.buckets[hash(name) % BUCKETS].get(name)
-
-    def items(self) -> Iterator[tuple[str, Entry]]:
-        for bucket in self.buckets:
-            yield from bucket.items()
-
-    def __len__(self) -> int:
-        return self.size
-
-    def matching(self, spec: Mapping[str, str]) -> list[tuple[str, Entry]]:
-        """Partitions whose ``column=value`` pairs include every pair of ``spec``
-        (column names lower-case, values unescaped), like HMS get_partitions_ps."""
-        pairs = list(spec.items())
-        found: list[tuple[str, Entry]] = []
-        for bucket in self.buckets:
-            if not bucket:
-                continue
-            index = bucket.index()
-            names = set(index.get(pairs[0], ()))
-            for pair in pairs[1:]:
-                if not names:
-                    break
-                names.intersection_update(index.get(pair, ()))
-            found.extend((name, bucket[name]) for name in names)
-        return found
-
-    def changed(self, updates: Mapping[str, Entry | None]) -> PartitionSet:
-        """A new set with ``updates`` (name -> entry, None removes) applied."""
-        by_bucket: dict[int, list[tuple[str, Entry | None]]] = {}
-        for name, entry in updates.items():
-            by_bucket.setdefault(hash(name) % BUCKETS, []).append((name, entry))
-        buckets = list(self.buckets)
-        size = self.size
-        for index, changes in by_bucket.items():
-            bucket = PartitionBucket(buckets[index])
-            for name, entry in changes:
-                had = name in bucket
-                if entry is None:
-                    if had:
-                        del bucket[name]
-                        size -= 1
-                else:
-                    bucket[name] = entry
-                    size += not had
-            buckets[index] = bucket
-        return PartitionSet(tuple(buckets), size)
-
-
-class PackedPartitions:
-    """The partitions of one table as a snapshot delivered them, packed: the same
-    reads as :class:`PartitionSet`, answered from the set :meth:`unpacked` builds on
-    first use (kept; concurrent first readers may both build it, equal sets)."""
-
-    __slots__ = ("_runs", "_set", "_size")
-
-    def __init__(self, runs: tuple[PackedRun, ...]) -> None:
-        self._runs = runs
-        self._size = sum(run.count for run in runs)
-        self._set: PartitionSet | None = None
-
-    @property
-    def packed(self) -> bool:
-        """Whether no read has unpacked the partitions yet."""
-        return self._set is None
-
-    def unpacked(self) -> PartitionSet:
-        found = self._set
-        if found is None:
-            runs = self._runs
-            # Another reader may have unpacked between the two reads: it sets _set
-            # before it clears _runs, so one of the two reads sees its work.
-            found = self._set
-        if found is None:
-            buckets = tuple(PartitionBucket() for _ in range(BUCKETS))
-            for run in runs:
-                for name, entry in unpack_run(run):
-                    buckets[hash(name) % BUCKETS][name] = entry
-            found = self._set = PartitionSet(buckets, sum(map(len, buckets)))
-            self._runs = ()  # the frames go once every table in them is unpacked
-        return found
-
-    def get(self, name: str) -> Entry | None:
-        return self.unpacked().get(name)
-
-    def items(self) -> Iterator[tuple[str, Entry]]:
-        return self.unpacked().items()
-
-    def __len__(self) -> int:
-        found = self._set
-        return self._size if found is None else len(found)
-
-    def matching(self, spec: Mapping[str, str]) -> list[tuple[str, Entry]]:
-        return self.unpacked().matching(spec)
-
-    def changed(self, updates: Mapping[str, Entry | None]) -> PartitionSet:
-        return self.unpacked().changed(updates)
-
-
-Partitions = PartitionSet | PackedPartitions
-"""A table's cached partitions, unpacked or not (the same reads)."""
 
 
 class ChangeKind(Enum):
@@ -239,7 +98,7 @@ def build_view(
         return view
     partitions = dict(view.partitions)
     for table, table_runs in runs.items():
-        table_set = PackedPartitions(tuple(table_runs))
+        table_set = PackedPartitions.of(tuple(table_runs))
         loose = partitions.get(table)  # partitions of the table that came unpacked
         partitions[table] = table_set if loose is None else table_set.changed(dict(loose.items()))
     return replace(view, partitions=partitions)
@@ -255,13 +114,15 @@ def _with_changes(
     db_changes: dict[str, set[str]] = {}
     db_removals: dict[str, set[str]] = {}
     part_changes: dict[str, dict[str, Entry | None]] = {}
+    previous: Entry | None = None
     for entry in entries:
         key = entry.key
         if key.startswith(PARTITION_PREFIX):
             table, name = split_partition_key(key)
-            old = view.partitions.get(table)
-            previous = old.get(name) if old is not None else None
-            part_changes.setdefault(table, {})[name] = None if entry.removed else entry
+            if events is not None:  # a packed table is unpacked only to tell events
+                old = view.partitions.get(table)
+                previous = old.get(name) if old is not None else None
+            part_changes.setdefault(table, {})[name] = entry  # a tombstone removes
         else:
             if objects is None:
                 objects = dict(view.objects)
@@ -299,10 +160,10 @@ def _with_changes(
         partitions = dict(partitions)
         for table, updates in part_changes.items():
             new = partitions.get(table, PartitionSet()).changed(updates)
-            if len(new):
-                partitions[table] = new
-            else:
+            if isinstance(new, PartitionSet) and not new.size:
                 partitions.pop(table, None)
+            else:  # a packed table's size is known once a read unpacks it
+                partitions[table] = new
     return CacheView(
         view.service_id,
         version,

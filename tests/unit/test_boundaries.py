@@ -1,7 +1,8 @@
 """Architecture rules, checked over whole packages and their transitive imports.
 
-* The pure parts -- ``catalogd.core``, ``subscriber.protocol``, ``subscriber.sync``
-  and ``subscriber.cache`` -- load no zmq, sockets, threads, SQLAlchemy or clock.
+* The pure parts -- ``catalogd.core``, ``subscriber.protocol``, ``subscriber.sync``,
+  ``subscriber.cache`` and ``subscriber.partitions`` -- load no zmq, sockets, threads,
+  SQLAlchemy or clock.
   Each is imported in a fresh interpreter; every module of ours that the import
   loaded is read, and none may import an I/O or clock module. Third-party
   modules are judged by what they load beyond ``idl`` (thriftpy2's parser
@@ -43,6 +44,7 @@ PURE = [
     "subscriber.protocol",
     "subscriber.sync",
     "subscriber.cache",
+    "subscriber.partitions",
 ]
 IO_MODULES = {
     "zmq",

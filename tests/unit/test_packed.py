@@ -180,23 +180,89 @@ def test_packed_partitions_answer_every_read_as_unpacked_ones_do() -> None:
     assert {e.key: e for e in a.entries()} == {e.key: e for e in b.entries()}
 
 
-def test_a_delta_to_a_packed_table_unpacks_it_once_and_applies() -> None:
+def test_a_delta_to_a_packed_table_goes_to_its_overlay_without_unpacking() -> None:
     with_runs, plain = packed_view()
     changes = (
         make_entry("HDFS_PARTITION:a.t1:dt=1/r=x%2F1é", 10, b"new"),
         make_entry("HDFS_PARTITION:a.t2:dt=2/r=x%2F2é", 11, None),
         make_entry("HDFS_PARTITION:a.t2:dt=99", 12, b"added"),
+        make_entry("HDFS_PARTITION:a.t3:dt=77", 13, None),  # removes nothing
     )
-    with_runs.emit_events = True
-    events = with_runs.apply(Delta(9, 12, changes))
-    plain_events = plain.apply(Delta(9, 12, changes))
-    assert events == plain_events and len(events) == 3
-    for table in ("a.t1", "a.t2"):
-        assert isinstance(with_runs.view.partitions_of(table), PartitionSet)
-        assert dict(with_runs.view.partitions_of(table).items()) == dict(
-            plain.view.partitions_of(table).items()
-        )
-    assert isinstance(with_runs.view.partitions_of("a.t3"), PackedPartitions)  # untouched
+    with_runs.apply(Delta(9, 13, changes))
+    plain.apply(Delta(9, 13, changes))
+    for table in ("a.t1", "a.t2", "a.t3"):
+        got, want = with_runs.view.partitions_of(table), plain.view.partitions_of(table)
+        assert isinstance(got, PackedPartitions) and got.packed  # the delta unpacked nothing
+        assert got.get("dt=2/r=x%2F2é") == want.get("dt=2/r=x%2F2é")
+        assert dict(got.items()) == dict(want.items()) and len(got) == len(want)
+        spec = {"r": "x/1é"}
+        assert sorted(got.matching(spec)) == sorted(want.matching(spec))
+        assert sorted(got.matching({"dt": "99"})) == sorted(want.matching({"dt": "99"}))
+    assert with_runs.view.get("HDFS_PARTITION:a.t2:dt=2/r=x%2F2é") is None
+    assert with_runs.view.entry_count() == plain.view.entry_count()
+
+
+def test_events_are_told_like_unpacked_tables_tell_them() -> None:
+    with_runs, plain = packed_view()
+    with_runs.emit_events = plain.emit_events = True
+    changes = (
+        make_entry("HDFS_PARTITION:a.t1:dt=1/r=x%2F1é", 10, b"new"),
+        make_entry("HDFS_PARTITION:a.t2:dt=2/r=x%2F2é", 11, None),
+        make_entry("HDFS_PARTITION:a.t2:dt=99", 12, b"added"),
+        make_entry("HDFS_PARTITION:a.t3:dt=77", 13, None),
+    )
+    assert with_runs.apply(Delta(9, 13, changes)) == plain.apply(Delta(9, 13, changes))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_deltas_to_packed_tables_read_as_a_plain_replica(seed: int) -> None:
+    """Overlays grow, fold into plain sets past half the frames, and survive reads that
+    unpack the frames halfway: every state reads as the same deltas applied unpacked."""
+    rng = random.Random(seed)
+    with_runs, plain = packed_view()
+    names = [f"dt={d}/r=x%2F{d % 3}é" for d in range(12)] + [f"dt={d}" for d in range(20, 26)]
+    version = 9
+    for _ in range(40):
+        table = f"{rng.choice('ab')}.t{rng.randrange(4)}"
+        batch = {}
+        for name in rng.sample(names, rng.randint(1, 4)):
+            version += 1
+            payload = None if rng.random() < 0.4 else rng.randbytes(8)
+            batch[name] = make_entry(f"HDFS_PARTITION:{table}:{name}", version, payload)
+        delta = Delta(version - len(batch), version, tuple(batch.values()))
+        with_runs.apply(delta)
+        plain.apply(delta)
+        probe = f"{rng.choice('ab')}.t{rng.randrange(4)}"
+        got, want = with_runs.view.partitions_of(probe), plain.view.partitions_of(probe)
+        if rng.random() < 0.3:
+            assert dict(got.items()) == dict(want.items())  # unpacks the frames halfway
+        assert len(got) == len(want)
+        assert got.get(names[0]) == want.get(names[0])
+    for table in plain.view.partitions:
+        got, want = with_runs.view.partitions_of(table), plain.view.partitions_of(table)
+        assert dict(got.items()) == dict(want.items()) and len(got) == len(want)
+        assert sorted(got.matching({"r": "x/2é"})) == sorted(want.matching({"r": "x/2é"}))
+
+
+def test_an_overlay_past_half_the_frames_is_folded_into_a_plain_set() -> None:
+    with_runs, _ = packed_view()  # tables of 12 partitions: the 6th change folds
+    for i in range(6):
+        version = 10 + i
+        key = f"HDFS_PARTITION:a.t0:dt={i}/r=x%2F{i % 3}é"
+        with_runs.apply(Delta(version - 1, version, (make_entry(key, version, b"v"),)))
+        table = with_runs.view.partitions_of("a.t0")
+        assert isinstance(table, PackedPartitions if i < 5 else PartitionSet)
+    assert len(with_runs.view.partitions_of("a.t0")) == 12
+
+
+def test_a_table_whose_partitions_all_go_leaves_the_view_once_unpacked() -> None:
+    with_runs, _ = packed_view()
+    names = [n for n, _ in with_runs.view.partitions_of("b.t1").items()]
+    removals = tuple(
+        make_entry(f"HDFS_PARTITION:b.t1:{n}", 10 + i, None) for i, n in enumerate(names)
+    )
+    with_runs.apply(Delta(9, 9 + len(removals), removals))
+    assert "b.t1" not in with_runs.view.partitions
 
 
 def test_a_reinstall_reports_the_differences_of_packed_views() -> None:
@@ -248,7 +314,7 @@ def test_readers_racing_to_unpack_all_see_every_partition() -> None:
     sys.setswitchinterval(1e-6)
     try:
         for _ in range(200):
-            table = PackedPartitions(runs)
+            table = PackedPartitions.of(runs)
             sizes: list[int] = []
             threads = [
                 threading.Thread(

@@ -1,0 +1,228 @@
+"""A table's cached partitions: hash-bucketed sets, and packed ones from a snapshot.
+
+Pure (no sockets, threads or clock); every value here is immutable once published
+in a view (:mod:`subscriber.cache`), so readers take no lock.
+
+* :class:`PartitionSet`: partition name -> entry in :data:`BUCKETS` hash buckets;
+  changing one partition copies one bucket (~1/64 of the table).
+* :class:`PackedPartitions`: the partitions a snapshot delivered, still in the
+  compressed frames they came in (:mod:`subscriber.protocol.packed`, ~50 B per
+  partition), plus an *overlay* of the changes applied since (a small
+  :class:`PartitionSet` whose removals are kept as tombstones). Reads unpack the frames
+  once (:class:`Frames`, shared by every later state of the table) and look at the
+  overlay first. A delta costs what it changes, never an unpack: the overlay is folded
+  into a plain set only once it holds as many changes as half the frames' partitions,
+  or when a read has unpacked them already, so the unpack is paid at most once per
+  table and, on the writer's side, after enough changes to amortise it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from subscriber.protocol.delta import Entry
+from subscriber.protocol.keys import parse_partition_name
+from subscriber.protocol.messages import PackedRun
+from subscriber.protocol.packed import unpack_run
+
+__all__ = ["BUCKETS", "Frames", "PackedPartitions", "PartitionBucket", "PartitionSet", "Partitions"]
+
+BUCKETS = 64
+
+
+class PartitionBucket(dict[str, Entry]):
+    """One hash bucket of a table's partitions (name -> entry), never mutated once
+    published in a view. Remembers, on first use, an index of its names by
+    ``(column, value)`` so partial-spec lookups touch only matching names."""
+
+    __slots__ = ("_index",)
+    _index: dict[tuple[str, str], list[str]]
+
+    def index(self) -> dict[tuple[str, str], list[str]]:
+        try:
+            return self._index
+        except AttributeError:
+            pass
+        index: dict[tuple[str, str], list[str]] = {}
+        add = index.setdefault
+        for name in self:
+            for pair in parse_partition_name(name):
+                add(pair, []).append(name)
+        self._index = index  # benign race: readers build equal indexes
+        return index
+
+
+_EMPTY_BUCKETS: tuple[PartitionBucket, ...] = tuple(PartitionBucket() for _ in range(BUCKETS))
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSet:
+    """The partitions of one table: partition name -> entry, in hash buckets."""
+
+    buckets: tuple[PartitionBucket, ...] = _EMPTY_BUCKETS
+    size: int = 0
+
+    def get(self, name: str) -> Entry | None:
+        return self.buckets[hash(name) % BUCKETS].get(name)
+
+    def items(self) -> Iterator[tuple[str, Entry]]:
+        for bucket in self.buckets:
+            yield from bucket.items()
+
+    def __len__(self) -> int:
+        return self.size
+
+    def matching(self, spec: Mapping[str, str]) -> list[tuple[str, Entry]]:
+        """Partitions whose ``column=value`` pairs include every pair of ``spec``
+        (column names lower-case, values unescaped), like HMS get_partitions_ps."""
+        pairs = list(spec.items())
+        found: list[tuple[str, Entry]] = []
+        for bucket in self.buckets:
+            if not bucket:
+                continue
+            index = bucket.index()
+            names = set(index.get(pairs[0], ()))
+            for pair in pairs[1:]:
+                if not names:
+                    break
+                names.intersection_update(index.get(pair, ()))
+            found.extend((name, bucket[name]) for name in names)
+        return found
+
+    def changed(
+        self, updates: Mapping[str, Entry | None], *, keep_tombstones: bool = False
+    ) -> PartitionSet:
+        """A new set with ``updates`` (name -> entry) applied: None or a tombstone (an
+        entry without payload) removes, unless ``keep_tombstones`` stores tombstones."""
+        by_bucket: dict[int, list[tuple[str, Entry | None]]] = {}
+        for name, entry in updates.items():
+            by_bucket.setdefault(hash(name) % BUCKETS, []).append((name, entry))
+        buckets = list(self.buckets)
+        size = self.size
+        for index, changes in by_bucket.items():
+            bucket = PartitionBucket(buckets[index])
+            for name, entry in changes:
+                had = name in bucket
+                if entry is None or (entry.payload is None and not keep_tombstones):
+                    if had:
+                        del bucket[name]
+                        size -= 1
+                else:
+                    bucket[name] = entry
+                    size += not had
+            buckets[index] = bucket
+        return PartitionSet(tuple(buckets), size)
+
+
+_EMPTY = PartitionSet()
+
+
+class Frames:
+    """A table's partitions as one snapshot delivered them (its runs of packed frames),
+    and the :class:`PartitionSet` they unpack to: built by the first caller of
+    :meth:`unpacked` and kept (concurrent first callers may both build it: equal sets)."""
+
+    __slots__ = ("_runs", "count", "set")
+
+    def __init__(self, runs: tuple[PackedRun, ...]) -> None:
+        self._runs = runs
+        self.count = sum(run.count for run in runs)
+        """How many partitions the runs hold."""
+        self.set: PartitionSet | None = None
+
+    def unpacked(self) -> PartitionSet:
+        found = self.set
+        if found is None:
+            runs = self._runs
+            # Another caller may have unpacked between the two reads: it sets ``set``
+            # before it clears ``_runs``, so one of the two reads sees its work.
+            found = self.set
+        if found is None:
+            buckets = tuple(PartitionBucket() for _ in range(BUCKETS))
+            for run in runs:
+                for name, entry in unpack_run(run):
+                    buckets[hash(name) % BUCKETS][name] = entry
+            found = self.set = PartitionSet(buckets, sum(map(len, buckets)))
+            self._runs = ()  # the frames go once every table in them is unpacked
+        return found
+
+
+class PackedPartitions:
+    """The partitions of one table as :class:`Frames` plus an overlay of later changes
+    (name -> entry; tombstones for removals): the same reads as :class:`PartitionSet`."""
+
+    __slots__ = ("_frames", "_overlay", "_size")
+
+    def __init__(self, frames: Frames, overlay: PartitionSet = _EMPTY) -> None:
+        self._frames = frames
+        self._overlay = overlay
+        self._size: int | None = frames.count if not overlay.size else None
+
+    @classmethod
+    def of(cls, runs: tuple[PackedRun, ...]) -> PackedPartitions:
+        return cls(Frames(runs))
+
+    @property
+    def packed(self) -> bool:
+        """Whether no read has unpacked the frames yet."""
+        return self._frames.set is None
+
+    def get(self, name: str) -> Entry | None:
+        entry = self._overlay.get(name)
+        if entry is not None:
+            return None if entry.payload is None else entry
+        return self._frames.unpacked().get(name)
+
+    def items(self) -> Iterator[tuple[str, Entry]]:
+        overlay = self._overlay
+        for name, entry in self._frames.unpacked().items():
+            if overlay.get(name) is None:
+                yield name, entry
+        for name, entry in overlay.items():
+            if entry.payload is not None:
+                yield name, entry
+
+    def __len__(self) -> int:
+        size = self._size
+        if size is None:
+            base = self._frames.unpacked()
+            size = len(base)
+            for name, entry in self._overlay.items():
+                size += (entry.payload is not None) - (base.get(name) is not None)
+            self._size = size
+        return size
+
+    def matching(self, spec: Mapping[str, str]) -> list[tuple[str, Entry]]:
+        overlay = self._overlay
+        found = [
+            (name, entry)
+            for name, entry in self._frames.unpacked().matching(spec)
+            if overlay.get(name) is None
+        ]
+        if overlay.size:
+            found += [(n, e) for n, e in overlay.matching(spec) if e.payload is not None]
+        return found
+
+    def changed(self, updates: Mapping[str, Entry | None]) -> Partitions:
+        """This table with ``updates`` applied (None or a tombstone removes): into the
+        overlay while the frames are packed and the overlay stays under half their
+        partitions; else folded into one :class:`PartitionSet`."""
+        frames, overlay = self._frames, self._overlay
+        if frames.set is None and 2 * (overlay.size + len(updates)) < frames.count:
+            marked = {n: e for n, e in updates.items() if e is not None}
+            if len(marked) != len(updates):  # None has no version: such callers fold
+                return self._folded().changed(updates)
+            return PackedPartitions(frames, overlay.changed(marked, keep_tombstones=True))
+        return self._folded().changed(updates)
+
+    def _folded(self) -> PartitionSet:
+        overlay = self._overlay
+        base = self._frames.unpacked()
+        if not overlay.size:
+            return base
+        return base.changed(dict(overlay.items()))
+
+
+Partitions = PartitionSet | PackedPartitions
+"""A table's cached partitions, packed or not (the same reads)."""
