@@ -4,7 +4,8 @@ Pure (no sockets, threads or clock); every value here is immutable once publishe
 in a view (:mod:`subscriber.cache`), so readers take no lock.
 
 * :class:`PartitionSet`: partition name -> entry in :data:`BUCKETS` hash buckets;
-  changing one partition copies one bucket (~1/64 of the table).
+  changing one partition copies one bucket (~1/64 of the table). (A packed table's
+  unpacked frames are one bucket: that set is never changed, only folded.)
 * :class:`PackedPartitions`: the partitions a snapshot delivered, still in the
   compressed frames they came in (:mod:`subscriber.protocol.packed`, ~50 B per
   partition), plus an *overlay* of the changes applied since (a small
@@ -47,8 +48,15 @@ class PartitionBucket(dict[str, Entry]):
         index: dict[tuple[str, str], list[str]] = {}
         add = index.setdefault
         for name in self:
-            for pair in parse_partition_name(name):
-                add(pair, []).append(name)
+            parts = name.split("/")
+            malformed = name.count("=") != len(parts) or name[:1] == "=" or "/=" in name
+            if malformed or "%" in name:  # parse_partition_name raises, or unescapes
+                for pair in parse_partition_name(name):
+                    add(pair, []).append(name)
+                continue
+            for part in parts:  # parse_partition_name's answer, without unescaping
+                column, _, value = part.partition("=")
+                add((column.lower(), value), []).append(name)
         self._index = index  # benign race: readers build equal indexes
         return index
 
@@ -64,7 +72,8 @@ class PartitionSet:
     size: int = 0
 
     def get(self, name: str) -> Entry | None:
-        return self.buckets[hash(name) % BUCKETS].get(name)
+        buckets = self.buckets
+        return buckets[hash(name) % len(buckets)].get(name)
 
     def items(self) -> Iterator[tuple[str, Entry]]:
         for bucket in self.buckets:
@@ -96,8 +105,9 @@ class PartitionSet:
         """A new set with ``updates`` (name -> entry) applied: None or a tombstone (an
         entry without payload) removes, unless ``keep_tombstones`` stores tombstones."""
         by_bucket: dict[int, list[tuple[str, Entry | None]]] = {}
+        count = len(self.buckets)
         for name, entry in updates.items():
-            by_bucket.setdefault(hash(name) % BUCKETS, []).append((name, entry))
+            by_bucket.setdefault(hash(name) % count, []).append((name, entry))
         buckets = list(self.buckets)
         size = self.size
         for index, changes in by_bucket.items():
@@ -138,12 +148,11 @@ class Frames:
             # Another caller may have unpacked between the two reads: it sets ``set``
             # before it clears ``_runs``, so one of the two reads sees its work.
             found = self.set
-        if found is None:
-            buckets = tuple(PartitionBucket() for _ in range(BUCKETS))
+        if found is None:  # one bucket: it is never copied on write (see _folded)
+            bucket = PartitionBucket()
             for run in runs:
-                for name, entry in unpack_run(run):
-                    buckets[hash(name) % BUCKETS][name] = entry
-            found = self.set = PartitionSet(buckets, sum(map(len, buckets)))
+                unpack_run(run, bucket)
+            found = self.set = PartitionSet((bucket,), len(bucket))
             self._runs = ()  # the frames go once every table in them is unpacked
         return found
 
@@ -217,11 +226,10 @@ class PackedPartitions:
         return self._folded().changed(updates)
 
     def _folded(self) -> PartitionSet:
-        overlay = self._overlay
-        base = self._frames.unpacked()
-        if not overlay.size:
-            return base
-        return base.changed(dict(overlay.items()))
+        """The table as a plain set in :data:`BUCKETS` buckets (the frames' set has one)."""
+        changes: dict[str, Entry | None] = dict(self._frames.unpacked().items())
+        changes.update(self._overlay.items())  # tombstones remove
+        return _EMPTY.changed(changes)
 
 
 Partitions = PartitionSet | PackedPartitions

@@ -223,8 +223,10 @@ class OnDemandCache:
             self._bytes = 0
             self.log_floor = version
             self.view = OnDemandView(service_id, version)
-            unpacked = (entry for run in packed for _, entry in unpack_run(run))
-            for entry in chain(entries, unpacked):  # none from catalogd: kept for callers
+            unpacked: dict[str, Entry] = {}
+            for run in packed:
+                unpack_run(run, unpacked)
+            for entry in chain(entries, unpacked.values()):  # none from catalogd: for callers
                 if entry.payload not in (None, INVALIDATED):
                     size = len(entry.key) + len(entry.payload or b"") + ENTRY_OVERHEAD
                     self._put(entry.key, _Cached(entry.version, entry.payload, size))

@@ -163,8 +163,8 @@ def _entries(
     return entries, runs, pos
 
 
-def unpack_run(run: PackedRun) -> list[tuple[str, Entry]]:
-    """``(partition name, entry)`` of every partition in ``run``, in the order sent.
+def unpack_run(run: PackedRun, into: dict[str, Entry]) -> None:
+    """Put every partition of ``run`` into ``into`` (partition name -> entry).
 
     Raises:
         ValueError: the frame does not hold the run (never for a run from
@@ -177,8 +177,6 @@ def unpack_run(run: PackedRun) -> list[tuple[str, Entry]]:
         raw = zlib.decompressobj().decompress(memoryview(frame)[1:], run.end)
     if len(raw) != run.end:
         raise ValueError("packed run beyond its frame")
-    found: list[tuple[str, Entry]] = []
-    append = found.append
     unpack_key, unpack_rest = _KEY.unpack_from, _VERSION_OBJECT.unpack_from
     pos = run.start
     skip = len(PARTITION_PREFIX) + len(run.table) + 1  # "HDFS_PARTITION:" "db.t" ":"
@@ -189,8 +187,7 @@ def unpack_run(run: PackedRun) -> list[tuple[str, Entry]]:
         pos += key_length
         version, length = unpack_rest(raw, pos)[1::2]
         pos += 18
-        append((key[skip:], make_entry(key, version, raw[pos : pos + length])))
+        into[key[skip:]] = make_entry(key, version, raw[pos : pos + length])
         pos += length + 1
     if pos != run.end:
         raise ValueError("packed run does not end where it was scanned to")
-    return found

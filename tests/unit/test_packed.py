@@ -48,22 +48,24 @@ def frames_of(catalog: Catalog, chunk_size: int, **kw: Any) -> list[bytes]:
     return list(snapshot_frames(catalog, chunk_size=chunk_size, **args))
 
 
-def decoded(frame: bytes) -> tuple[int, list[Entry]]:
+def decoded(frame: bytes) -> tuple[int, int, dict[str, Entry]]:
+    """(seq, entries sent, key -> entry: a later duplicate wins, as in a view)."""
     response = codec.unpack(svc.TResponse, frame)
     chunk = wire.parse_snapshot_reply(response)
     assert isinstance(chunk, SnapshotChunk)
-    return chunk.seq, sorted(chunk.entries, key=str)
+    return chunk.seq, len(chunk.entries), {e.key: e for e in chunk.entries}
 
 
-def scanned(chunk: SnapshotChunk) -> list[Entry]:
-    """Every entry of ``chunk`` (its runs unpacked), in the order ``decoded`` sorts to."""
-    found = list(chunk.entries)
+def scanned(chunk: SnapshotChunk) -> tuple[int, dict[str, Entry]]:
+    """(entries sent, key -> entry) of ``chunk``, its runs unpacked."""
+    found = {e.key: e for e in chunk.entries}
     for run in chunk.packed:
-        for name, entry in packed.unpack_run(run):
+        unpacked: dict[str, Entry] = {}
+        packed.unpack_run(run, unpacked)
+        for name, entry in unpacked.items():
             assert entry.key == f"HDFS_PARTITION:{run.table}:{name}"
-            found.append(entry)
-    assert len(found) == chunk.count
-    return sorted(found, key=str)
+            found[entry.key] = entry
+    return chunk.count, found
 
 
 @pytest.mark.parametrize("chunk_size", [1, 3, 7, 50, 2000])
@@ -72,8 +74,8 @@ def test_a_scanned_chunk_holds_what_decoding_gives(chunk_size: int) -> None:
     for frame in frames[:-1]:
         chunk = packed.scan_chunk(frame, RID)
         assert chunk is not None
-        seq, entries = decoded(frame)
-        assert chunk.seq == seq and scanned(chunk) == entries
+        seq, count, entries = decoded(frame)
+        assert chunk.seq == seq and scanned(chunk) == (count, entries)
         assert not any(e.key.startswith("HDFS_PARTITION:") for e in chunk.entries)
     assert packed.scan_chunk(frames[-1], RID) is None  # the end is decoded the general way
 
@@ -132,10 +134,10 @@ def test_no_mutation_of_a_frame_is_accepted_unless_it_decodes_to_the_same() -> N
             continue
         accepted += 1
         try:
-            _, entries = decoded(mutant)
+            _, count, entries = decoded(mutant)
         except ProtocolError:
             pytest.fail(f"scan accepted bytes the decoder refuses: {mutant!r:.200}")
-        assert scanned(chunk) == entries
+        assert scanned(chunk) == (count, entries)
     assert accepted  # flips inside payloads change nothing but the payload
 
 
@@ -160,7 +162,7 @@ def packed_view() -> tuple[CatalogCache, CatalogCache]:
         [r for c in chunks for r in c.packed],  # type: ignore[union-attr]
     )
     plain = CatalogCache()
-    plain.install(SERVICE, 9, [e for f in frames[:-1] for e in decoded(f)[1]])
+    plain.install(SERVICE, 9, [e for f in frames[:-1] for e in decoded(f)[2].values()])
     return with_runs, plain
 
 
