@@ -20,7 +20,10 @@ an empty catalog; load average and catalog size are printed beside the figures.
 
 ``--storm``: joins of a big catalog instead (``--tables`` x ``--dts * --regions``
 partitions in database ``bench``, the payloads ``sync_bench.py`` builds and caches,
-plus a database ``small`` of 2 such tables). Joiners run in another process
+plus a database ``small`` of 2 such tables, and databases ``ten`` and ``tenp`` of 10
+tables, ``tenp`` with their 10,000 partitions). First, filtered joins: a real
+``CatalogSubscriber(databases=[ten])`` (then ``tenp``) in this process, constructor ->
+synced, 10 rounds each (target: median <= 50 ms). Storm joiners run in another process
 (``support/snapshot_drain.py``: they read frames as fast as a socket does, without
 decoding), and the server thread's CPU time from its own CPU clock. Measured: server
 CPU of the first join of an unchanged catalog (it encodes) against each later one

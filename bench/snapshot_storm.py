@@ -23,11 +23,13 @@ from support.measure import Result, cpu_note
 from sync_bench import cached_catalog
 
 from catalogd.server.thread import CatalogServer, ServerConfig
+from subscriber.api import CatalogSubscriber
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DIR = Path(tempfile.gettempdir()) / "catalogd-bench-sync"
 TARGET_LATER_JOIN_CPU_S_AT_1M = 0.3
 TARGET_STALL_MS = 100.0
+TARGET_FILTERED_JOIN_MS = 50.0
 HEARTBEAT_S = 0.1
 
 
@@ -45,7 +47,35 @@ def catalog_changes(args: argparse.Namespace) -> dict[str, bytes]:
         for key, value in changes.items()
         if "t0000" in key or "t0001" in key or key == "DATABASE:bench"
     }
-    return {**changes, **small}
+    ten = [
+        f"t{i:04d}" for i in range(10)
+    ]  # databases "ten" (10 tables) and "tenp" (with partitions)
+    filtered = {}
+    for key, value in changes.items():
+        if key == "DATABASE:bench":
+            filtered["DATABASE:ten"] = filtered["DATABASE:tenp"] = value
+        elif key.startswith("TABLE:bench.") and key[12:] in ten:
+            filtered["TABLE:ten." + key[12:]] = filtered["TABLE:tenp." + key[12:]] = value
+        elif key.startswith("HDFS_PARTITION:bench.") and key[21:26] in ten:
+            filtered["HDFS_PARTITION:tenp." + key[21:]] = value
+    return {**changes, **small, **filtered}
+
+
+def filtered_joins(server: CatalogServer, rounds: int = 10) -> dict[str, list[float]]:
+    """Seconds from ``CatalogSubscriber(databases=[db])`` to synced, ``rounds`` times for
+    ``ten`` (10 tables) and ``tenp`` (the same with their partitions), in this process."""
+    times: dict[str, list[float]] = {"ten": [], "tenp": []}
+    for db, walls in times.items():
+        for _ in range(rounds + 1):  # the first one warms the snapshot cache up: dropped
+            started = time.perf_counter()
+            sub = CatalogSubscriber(server.endpoint, databases=[db]).start()
+            try:
+                sub.wait_synced(60)
+                walls.append(time.perf_counter() - started)
+            finally:
+                sub.close()
+        del walls[0]
+    return times
 
 
 class Joiners:
@@ -129,6 +159,23 @@ def run(args: argparse.Namespace) -> list[Result]:
                 note=f"{server.stats.snapshot_cache_bytes / 2**20:.0f} MiB held",
             ),
         ]
+        for db, walls in filtered_joins(server).items():
+            what = "10 tables" + (", 10,000 partitions" if db == "tenp" else ", no partitions")
+            median = statistics.median(walls) * 1e3
+            print(
+                f"  filtered join, database {db} ({what}): median {median:.1f} ms, "
+                f"max {max(walls) * 1e3:.1f} ms over {len(walls)}; {cpu_note()}"
+            )
+            results.append(
+                Result(
+                    f"filtered join in {size} ({what}): constructor -> synced, median",
+                    median,
+                    "ms",
+                    TARGET_FILTERED_JOIN_MS,
+                    note=f"max {max(walls) * 1e3:.1f} ms over {len(walls)}; a CatalogSubscriber "
+                    f"in the server's process; {cpu_note()}",
+                )
+            )
         storms = (("after a commit, commits every 0.1 s (encodes)", True), ("unchanged", False))
         for label, invalidate in storms:
             if invalidate:

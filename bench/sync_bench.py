@@ -41,8 +41,10 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_DIR = Path(tempfile.gettempdir()) / "catalogd-bench-sync"
 # Run from bench/ (``cwd=HERE``), where ``support`` is importable.
 WORKER = [sys.executable, "-m", "support.subscriber_process"]
-TARGET_SYNC_S = 10.0
-TARGET_BYTES_PER_PARTITION = 1024
+TARGET_SYNC_S = 5.0
+TARGET_BYTES_PER_PARTITION = 500
+TARGET_FIRST_GET_TABLE_S = 200e-6
+TARGET_FIRST_LIST_PARTITIONS_S = 5e-3
 
 
 def _table(dts: int, regions: int, i: int) -> dict[str, bytes]:
@@ -159,6 +161,7 @@ def run(
             note=f"after malloc_trim {report['rss_after_trim'] / partitions:.0f} B; peak "
             f"{report['peak_rss'] / partitions:.0f} B",
         ),
+        *_read_results(report, dts),
         Result(
             "sync: server snapshot encode",
             encode_s,
@@ -168,6 +171,27 @@ def run(
         ),
         Result("sync: server preload (commit into the core)", commit_s, "s"),
     ]
+
+
+def _read_results(report: dict, dts: int) -> list[Result]:
+    """Cold (first) and warm reads of ~20 tables right after the sync: median, max beside."""
+    rows = []
+    for name, target, what in (
+        ("get_table", TARGET_FIRST_GET_TABLE_S, "get_table"),
+        ("list_partitions", TARGET_FIRST_LIST_PARTITIONS_S, "list_partitions(dt=X)"),
+    ):
+        for prefix, label in (("", "first"), ("warm_", "warm")):
+            times = sorted(report[prefix + name])
+            rows.append(
+                Result(
+                    f"sync: {label} {what} after sync (median of {len(times)} tables)",
+                    times[len(times) // 2] * 1e6,
+                    "us",
+                    target * 1e6 if not prefix else None,
+                    note=f"max {times[-1] * 1e6:,.0f} us; tables of {dts} dts",
+                )
+            )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
