@@ -11,10 +11,10 @@ in a view (:mod:`subscriber.cache`), so readers take no lock.
   partition), plus an *overlay* of the changes applied since (a small
   :class:`PartitionSet` whose removals are kept as tombstones). Reads unpack the frames
   once (:class:`Frames`, shared by every later state of the table) and look at the
-  overlay first. A delta costs what it changes, never an unpack: the overlay is folded
-  into a plain set only once it holds as many changes as half the frames' partitions,
-  or when a read has unpacked them already, so the unpack is paid at most once per
-  table and, on the writer's side, after enough changes to amortise it.
+  overlay first. A delta costs what it changes, never an unpack or a re-bucketing:
+  the overlay is folded into a plain set only once it holds as many changes as half
+  the frames' partitions, so the writer pays that O(table) work after enough changes
+  to amortise it, and the unpack at most once per table.
 """
 
 from __future__ import annotations
@@ -215,10 +215,10 @@ class PackedPartitions:
 
     def changed(self, updates: Mapping[str, Entry | None]) -> Partitions:
         """This table with ``updates`` applied (None or a tombstone removes): into the
-        overlay while the frames are packed and the overlay stays under half their
-        partitions; else folded into one :class:`PartitionSet`."""
+        overlay while it stays under half the frames' partitions; else folded into one
+        :class:`PartitionSet` (O(table), after at least that many changes)."""
         frames, overlay = self._frames, self._overlay
-        if frames.set is None and 2 * (overlay.size + len(updates)) < frames.count:
+        if 2 * (overlay.size + len(updates)) < frames.count:
             marked = {n: e for n, e in updates.items() if e is not None}
             if len(marked) != len(updates):  # None has no version: such callers fold
                 return self._folded().changed(updates)

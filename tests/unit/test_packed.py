@@ -331,3 +331,15 @@ def test_readers_racing_to_unpack_all_see_every_partition() -> None:
             assert sizes == [40] * 4
     finally:
         sys.setswitchinterval(interval)
+
+
+def test_a_delta_after_a_read_still_goes_to_the_overlay() -> None:
+    """Folding re-buckets the whole table: never at the first change after a read."""
+    with_runs, plain = packed_view()
+    assert len(dict(with_runs.view.partitions_of("a.t0").items())) == 12  # unpacked
+    delta = Delta(9, 10, (make_entry("HDFS_PARTITION:a.t0:dt=1/r=x%2F1é", 10, b"v"),))
+    with_runs.apply(delta)
+    plain.apply(delta)
+    table = with_runs.view.partitions_of("a.t0")
+    assert isinstance(table, PackedPartitions) and not table.packed
+    assert dict(table.items()) == dict(plain.view.partitions_of("a.t0").items())
