@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from operator import attrgetter
 
 from subscriber.partitions import BUCKETS, PackedPartitions, Partitions, PartitionSet
 from subscriber.protocol.delta import Delta, Entry, VersionGapError
@@ -218,6 +219,9 @@ class CatalogCache:
         return events
 
 
+_VERSION = attrgetter("version")
+
+
 def _diff(old: CacheView, new: CacheView) -> list[ChangeEvent]:
     events = []
     old_entries = {e.key: e for e in old.entries()}
@@ -228,6 +232,9 @@ def _diff(old: CacheView, new: CacheView) -> list[ChangeEvent]:
         elif before.payload != entry.payload:
             events.append(ChangeEvent(ChangeKind.UPDATED, entry.key, entry.version))
     events.extend(ChangeEvent(ChangeKind.REMOVED, key, new.version) for key in old_entries)
+    # A snapshot comes database by database, not in version order: listeners get the
+    # events of an install in version order, as they get a delta's.
+    events.sort(key=_VERSION)
     return events
 
 

@@ -343,3 +343,19 @@ def test_a_delta_after_a_read_still_goes_to_the_overlay() -> None:
     table = with_runs.view.partitions_of("a.t0")
     assert isinstance(table, PackedPartitions) and not table.packed
     assert dict(table.items()) == dict(plain.view.partitions_of("a.t0").items())
+
+
+def test_an_install_tells_its_events_in_version_order() -> None:
+    """A snapshot arrives database by database (``""`` first, then ``a``, ``b``), not in
+    version order; a listener sees the install's events in version order, as a delta's."""
+    frames = frames_of(catalog_of(2, 3), 5)
+    chunks = [packed.scan_chunk(f, RID) for f in frames[:-1]]
+    cache = CatalogCache()
+    events = cache.install(
+        SERVICE,
+        50,
+        [e for c in chunks for e in c.entries],  # type: ignore[union-attr]
+        [r for c in chunks for r in c.packed],  # type: ignore[union-attr]
+    )
+    versions = [event.version for event in events]
+    assert versions == sorted(versions) and len(events) == cache.view.entry_count()
