@@ -4,14 +4,14 @@ Pure (no sockets, threads or clock); every value here is immutable once publishe
 in a view (:mod:`subscriber.cache`), so readers take no lock.
 
 * :class:`PartitionSet`: partition name -> entry in :data:`BUCKETS` hash buckets;
-  changing one partition copies one bucket (~1/64 of the table). (A packed table's
-  unpacked frames are one bucket: that set is never changed, only folded.)
+  changing one partition copies one bucket (~1/64 of the table).
 * :class:`PackedPartitions`: the partitions a snapshot delivered, still in the
   compressed frames they came in (:mod:`subscriber.protocol.packed`, ~50 B per
   partition), plus an *overlay* of the changes applied since (a small
   :class:`PartitionSet` whose removals are kept as tombstones). Reads unpack the frames
-  once (:class:`Frames`, shared by every later state of the table) and look at the
-  overlay first. A delta costs what it changes, never an unpack or a re-bucketing:
+  once (:class:`Frames`, shared by every later state of the table) into a
+  :class:`RunIndex` (names and offsets; entries built as read) and look at the overlay
+  first. A delta costs what it changes, never an unpack or a re-bucketing:
   the overlay is folded into a plain set only once it holds as many changes as half
   the frames' partitions, so the writer pays that O(table) work after enough changes
   to amortise it, and the unpack at most once per table.
@@ -19,15 +19,24 @@ in a view (:mod:`subscriber.cache`), so readers take no lock.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.keys import parse_partition_name
 from subscriber.protocol.messages import PackedRun
-from subscriber.protocol.packed import unpack_run
+from subscriber.protocol.packed import entry_at, unpack_names
 
-__all__ = ["BUCKETS", "Frames", "PackedPartitions", "PartitionBucket", "PartitionSet", "Partitions"]
+__all__ = [
+    "BUCKETS",
+    "Frames",
+    "PackedPartitions",
+    "PartitionBucket",
+    "PartitionSet",
+    "Partitions",
+    "RunIndex",
+    "name_index",
+]
 
 BUCKETS = 64
 
@@ -45,20 +54,38 @@ class PartitionBucket(dict[str, Entry]):
             return self._index
         except AttributeError:
             pass
-        index: dict[tuple[str, str], list[str]] = {}
-        add = index.setdefault
-        for name in self:
-            parts = name.split("/")
-            malformed = name.count("=") != len(parts) or name[:1] == "=" or "/=" in name
-            if malformed or "%" in name:  # parse_partition_name raises, or unescapes
-                for pair in parse_partition_name(name):
-                    add(pair, []).append(name)
-                continue
-            for part in parts:  # parse_partition_name's answer, without unescaping
-                column, _, value = part.partition("=")
-                add((column.lower(), value), []).append(name)
-        self._index = index  # benign race: readers build equal indexes
+        index = self._index = name_index(self)  # benign race: readers build equal indexes
         return index
+
+
+def name_index(names: Iterable[str]) -> dict[tuple[str, str], list[str]]:
+    """Partition names by each of their ``(column, value)`` pairs (as
+    :func:`~subscriber.protocol.keys.parse_partition_name` reads them)."""
+    index: dict[tuple[str, str], list[str]] = {}
+    add = index.setdefault
+    for name in names:
+        parts = name.split("/")
+        malformed = name.count("=") != len(parts) or name[:1] == "=" or "/=" in name
+        if malformed or "%" in name:  # parse_partition_name raises, or unescapes
+            for pair in parse_partition_name(name):
+                add(pair, []).append(name)
+            continue
+        for part in parts:  # parse_partition_name's answer, without unescaping
+            column, _, value = part.partition("=")
+            add((column.lower(), value), []).append(name)
+    return index
+
+
+def _matching_names(
+    index: Mapping[tuple[str, str], list[str]], spec: Mapping[str, str]
+) -> set[str]:
+    pairs = list(spec.items())
+    names = set(index.get(pairs[0], ()))
+    for pair in pairs[1:]:
+        if not names:
+            break
+        names.intersection_update(index.get(pair, ()))
+    return names
 
 
 _EMPTY_BUCKETS: tuple[PartitionBucket, ...] = tuple(PartitionBucket() for _ in range(BUCKETS))
@@ -85,18 +112,10 @@ class PartitionSet:
     def matching(self, spec: Mapping[str, str]) -> list[tuple[str, Entry]]:
         """Partitions whose ``column=value`` pairs include every pair of ``spec``
         (column names lower-case, values unescaped), like HMS get_partitions_ps."""
-        pairs = list(spec.items())
         found: list[tuple[str, Entry]] = []
         for bucket in self.buckets:
-            if not bucket:
-                continue
-            index = bucket.index()
-            names = set(index.get(pairs[0], ()))
-            for pair in pairs[1:]:
-                if not names:
-                    break
-                names.intersection_update(index.get(pair, ()))
-            found.extend((name, bucket[name]) for name in names)
+            if bucket:
+                found.extend((name, bucket[name]) for name in _matching_names(bucket.index(), spec))
         return found
 
     def changed(
@@ -128,10 +147,41 @@ class PartitionSet:
 _EMPTY = PartitionSet()
 
 
+class RunIndex:
+    """A packed table's partitions once read: its runs' bytes, inflated, and where each
+    partition's entry starts in them; an entry is built when asked for (so a first
+    filtered read builds only the entries it returns), a name index on first use."""
+
+    __slots__ = ("_index", "_offsets", "_raw")
+
+    def __init__(self, raw: bytes, offsets: dict[str, int]) -> None:
+        self._raw, self._offsets = raw, offsets
+        self._index: dict[tuple[str, str], list[str]] | None = None
+
+    def get(self, name: str) -> Entry | None:
+        at = self._offsets.get(name)
+        return None if at is None else entry_at(self._raw, at)
+
+    def items(self) -> Iterator[tuple[str, Entry]]:
+        raw = self._raw
+        for name, at in self._offsets.items():
+            yield name, entry_at(raw, at)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def matching(self, spec: Mapping[str, str]) -> list[tuple[str, Entry]]:
+        index = self._index
+        if index is None:
+            index = self._index = name_index(self._offsets)  # benign race: equal indexes
+        raw, offsets = self._raw, self._offsets
+        return [(name, entry_at(raw, offsets[name])) for name in _matching_names(index, spec)]
+
+
 class Frames:
     """A table's partitions as one snapshot delivered them (its runs of packed frames),
-    and the :class:`PartitionSet` they unpack to: built by the first caller of
-    :meth:`unpacked` and kept (concurrent first callers may both build it: equal sets)."""
+    and the :class:`RunIndex` they unpack to: built by the first caller of
+    :meth:`unpacked` and kept (concurrent first callers may both build it: equal ones)."""
 
     __slots__ = ("_runs", "count", "set")
 
@@ -139,20 +189,27 @@ class Frames:
         self._runs = runs
         self.count = sum(run.count for run in runs)
         """How many partitions the runs hold."""
-        self.set: PartitionSet | None = None
+        self.set: RunIndex | None = None
 
-    def unpacked(self) -> PartitionSet:
+    def unpacked(self) -> RunIndex:
         found = self.set
         if found is None:
             runs = self._runs
             # Another caller may have unpacked between the two reads: it sets ``set``
             # before it clears ``_runs``, so one of the two reads sees its work.
             found = self.set
-        if found is None:  # one bucket: it is never copied on write (see _folded)
-            bucket = PartitionBucket()
-            for run in runs:
-                unpack_run(run, bucket)
-            found = self.set = PartitionSet((bucket,), len(bucket))
+        if found is None:
+            if len(runs) == 1:
+                raw, offsets = unpack_names(runs[0])
+            else:  # a table over several frames: one buffer, offsets shifted
+                pieces, offsets, base = [], {}, 0
+                for run in runs:
+                    piece, at = unpack_names(run)
+                    offsets.update((name, base + pos) for name, pos in at.items())
+                    pieces.append(piece)
+                    base += len(piece)
+                raw = b"".join(pieces)
+            found = self.set = RunIndex(raw, offsets)
             self._runs = ()  # the frames go once every table in them is unpacked
         return found
 

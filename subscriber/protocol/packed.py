@@ -8,8 +8,10 @@ it once, checks the framing of every entry (key, version, object), decodes the
 entries that are not partitions, and keeps each table's partitions as a
 :class:`~subscriber.protocol.messages.PackedRun`: the compressed frame itself (shared
 by the runs it holds, ~50 B per partition) and where the run lies in its inflated
-bytes. :func:`unpack_run` inflates the frame again, up to the run's end, and builds
-the run's entries: the decode cost is paid on first read, not at sync.
+bytes. :func:`unpack_names` inflates the frame again, up to the run's end, and reads
+the run's partition names and where each entry starts; :func:`entry_at` builds one
+entry from there (:func:`unpack_run`: all of them): the decode cost is paid on first
+read, not at sync, and only for the partitions read.
 
 The layout scanned is the one catalogd writes (``catalogd.server.snapshots``)::
 
@@ -36,13 +38,14 @@ from subscriber.protocol.delta import Entry, make_entry
 from subscriber.protocol.keys import PARTITION_PREFIX
 from subscriber.protocol.messages import PackedRun, SnapshotChunk
 
-__all__ = ["scan_chunk", "unpack_run"]
+__all__ = ["entry_at", "scan_chunk", "unpack_names", "unpack_run"]
 
 _PARTITION = PARTITION_PREFIX.encode()
 _KEY = struct.Struct(">3si")  # field 1 (string): header, length
 _VERSION_OBJECT = struct.Struct(">3sq3si")  # field 2 (i64), field 3 (binary): header, length
 _KEY_HEADER, _VERSION_HEADER, _OBJECT_HEADER = b"\x0b\x00\x01", b"\x0a\x00\x02", b"\x0b\x00\x03"
 _RID = struct.Struct(">3sq")
+_I32 = struct.Struct(">i")
 _OK_STATUS = b"\x0c\x00\x02\x08\x00\x01\x00\x00\x00\x00\x00"  # TStatus { code: OK }
 _CHUNK_SERVICE = b"\x0c\x00\x04\x0b\x00\x01"  # TResponse.chunk, TSnapshotChunk.service_id
 _SEQ_ENTRIES = struct.Struct(">3si4si")  # seq (i32), the entries list's header and count
@@ -191,3 +194,39 @@ def unpack_run(run: PackedRun, into: dict[str, Entry]) -> None:
         pos += length + 1
     if pos != run.end:
         raise ValueError("packed run does not end where it was scanned to")
+
+
+def unpack_names(run: PackedRun) -> tuple[bytes, dict[str, int]]:
+    """The run's bytes (inflated) and, per partition name, where its entry starts in them.
+
+    Raises:
+        ValueError: the frame does not hold the run (never for a run from
+            :func:`scan_chunk`, which checked it).
+    """
+    frame = run.frame
+    if frame[0] == FLAG_RAW:
+        whole = frame[1 : run.end + 1]
+    else:
+        whole = zlib.decompressobj().decompress(memoryview(frame)[1:], run.end)
+    if len(whole) != run.end:
+        raise ValueError("packed run beyond its frame")
+    raw = whole[run.start :]
+    offsets: dict[str, int] = {}
+    length_at = _I32.unpack_from
+    skip = len(PARTITION_PREFIX) + len(run.table) + 1  # "HDFS_PARTITION:" "db.t" ":"
+    pos = 0
+    for _ in range(run.count):
+        key_end = pos + 7 + length_at(raw, pos + 3)[0]
+        offsets[raw[pos + 7 + skip : key_end].decode()] = pos
+        pos = key_end + 19 + length_at(raw, key_end + 14)[0]  # version, object, stop
+    if pos != len(raw):
+        raise ValueError("packed run does not end where it was scanned to")
+    return raw, offsets
+
+
+def entry_at(raw: bytes, pos: int) -> Entry:
+    """The entry encoded at ``pos`` of a run's bytes (an offset from :func:`unpack_names`)."""
+    key_end = pos + 7 + _I32.unpack_from(raw, pos + 3)[0]
+    version, length = _VERSION_OBJECT.unpack_from(raw, key_end)[1::2]
+    start = key_end + 18
+    return make_entry(raw[pos + 7 : key_end].decode(), version, raw[start : start + length])
