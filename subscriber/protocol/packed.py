@@ -173,13 +173,7 @@ def unpack_run(run: PackedRun, into: dict[str, Entry]) -> None:
         ValueError: the frame does not hold the run (never for a run from
             :func:`scan_chunk`, which checked it).
     """
-    frame = run.frame
-    if frame[0] == FLAG_RAW:
-        raw = frame[1 : run.end + 1]
-    else:
-        raw = zlib.decompressobj().decompress(memoryview(frame)[1:], run.end)
-    if len(raw) != run.end:
-        raise ValueError("packed run beyond its frame")
+    raw = _inflated(run)
     unpack_key, unpack_rest = _KEY.unpack_from, _VERSION_OBJECT.unpack_from
     pos = run.start
     skip = len(PARTITION_PREFIX) + len(run.table) + 1  # "HDFS_PARTITION:" "db.t" ":"
@@ -203,14 +197,7 @@ def unpack_names(run: PackedRun) -> tuple[bytes, dict[str, int]]:
         ValueError: the frame does not hold the run (never for a run from
             :func:`scan_chunk`, which checked it).
     """
-    frame = run.frame
-    if frame[0] == FLAG_RAW:
-        whole = frame[1 : run.end + 1]
-    else:
-        whole = zlib.decompressobj().decompress(memoryview(frame)[1:], run.end)
-    if len(whole) != run.end:
-        raise ValueError("packed run beyond its frame")
-    raw = whole[run.start :]
+    raw = _inflated(run)[run.start :]
     offsets: dict[str, int] = {}
     length_at = _I32.unpack_from
     skip = len(PARTITION_PREFIX) + len(run.table) + 1  # "HDFS_PARTITION:" "db.t" ":"
@@ -230,3 +217,15 @@ def entry_at(raw: bytes, pos: int) -> Entry:
     version, length = _VERSION_OBJECT.unpack_from(raw, key_end)[1::2]
     start = key_end + 18
     return make_entry(raw[pos + 7 : key_end].decode(), version, raw[start : start + length])
+
+
+def _inflated(run: PackedRun) -> bytes:
+    """The first ``run.end`` bytes of the run's frame, inflated."""
+    frame = run.frame
+    if frame[0] == FLAG_RAW:
+        raw = frame[1 : run.end + 1]
+    else:
+        raw = zlib.decompressobj().decompress(memoryview(frame)[1:], run.end)
+    if len(raw) != run.end:
+        raise ValueError("packed run beyond its frame")
+    return raw
