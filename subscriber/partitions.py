@@ -19,11 +19,12 @@ in a view (:mod:`subscriber.cache`), so readers take no lock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from subscriber.partition_index import NameIndex
 from subscriber.protocol.delta import Entry
-from subscriber.protocol.keys import parse_partition_name
 from subscriber.protocol.messages import PackedRun
 from subscriber.protocol.packed import entry_at, unpack_names
 
@@ -35,7 +36,6 @@ __all__ = [
     "PartitionSet",
     "Partitions",
     "RunIndex",
-    "name_index",
 ]
 
 BUCKETS = 64
@@ -47,45 +47,15 @@ class PartitionBucket(dict[str, Entry]):
     ``(column, value)`` so partial-spec lookups touch only matching names."""
 
     __slots__ = ("_index",)
-    _index: dict[tuple[str, str], list[str]]
+    _index: NameIndex
 
-    def index(self) -> dict[tuple[str, str], list[str]]:
+    def index(self) -> NameIndex:
         try:
             return self._index
         except AttributeError:
             pass
-        index = self._index = name_index(self)  # benign race: readers build equal indexes
+        index = self._index = NameIndex(list(self))  # benign race: readers build equal ones
         return index
-
-
-def name_index(names: Iterable[str]) -> dict[tuple[str, str], list[str]]:
-    """Partition names by each of their ``(column, value)`` pairs (as
-    :func:`~subscriber.protocol.keys.parse_partition_name` reads them)."""
-    index: dict[tuple[str, str], list[str]] = {}
-    add = index.setdefault
-    for name in names:
-        parts = name.split("/")
-        malformed = name.count("=") != len(parts) or name[:1] == "=" or "/=" in name
-        if malformed or "%" in name:  # parse_partition_name raises, or unescapes
-            for pair in parse_partition_name(name):
-                add(pair, []).append(name)
-            continue
-        for part in parts:  # parse_partition_name's answer, without unescaping
-            column, _, value = part.partition("=")
-            add((column.lower(), value), []).append(name)
-    return index
-
-
-def _matching_names(
-    index: Mapping[tuple[str, str], list[str]], spec: Mapping[str, str]
-) -> set[str]:
-    pairs = list(spec.items())
-    names = set(index.get(pairs[0], ()))
-    for pair in pairs[1:]:
-        if not names:
-            break
-        names.intersection_update(index.get(pair, ()))
-    return names
 
 
 _EMPTY_BUCKETS: tuple[PartitionBucket, ...] = tuple(PartitionBucket() for _ in range(BUCKETS))
@@ -115,7 +85,7 @@ class PartitionSet:
         found: list[tuple[str, Entry]] = []
         for bucket in self.buckets:
             if bucket:
-                found.extend((name, bucket[name]) for name in _matching_names(bucket.index(), spec))
+                found.extend((name, bucket[name]) for name in bucket.index().matching(spec))
         return found
 
     def changed(
@@ -148,34 +118,42 @@ _EMPTY = PartitionSet()
 
 
 class RunIndex:
-    """A packed table's partitions once read: its runs' bytes, inflated, and where each
-    partition's entry starts in them; an entry is built when asked for (so a first
-    filtered read builds only the entries it returns), a name index on first use."""
+    """A packed table's partitions once read: its runs' bytes, inflated, with each
+    partition's name and where its entry starts in them. An entry is built when asked
+    for, so a first filtered read builds only the entries it returns; the name index
+    is built on the first filter, the name -> offset map on the first lookup."""
 
-    __slots__ = ("_index", "_offsets", "_raw")
+    __slots__ = ("_index", "_names", "_offsets", "_raw", "_starts")
 
-    def __init__(self, raw: bytes, offsets: dict[str, int]) -> None:
-        self._raw, self._offsets = raw, offsets
-        self._index: dict[tuple[str, str], list[str]] | None = None
+    def __init__(self, raw: bytes, starts: array[int], names: list[str]) -> None:
+        self._raw, self._starts, self._names = raw, starts, names
+        self._offsets: dict[str, int] | None = None
+        self._index: NameIndex | None = None
+
+    def _offset_of(self) -> dict[str, int]:
+        offsets = self._offsets
+        if offsets is None:  # benign races here and below: readers build equal values
+            offsets = self._offsets = dict(zip(self._names, self._starts, strict=True))
+        return offsets
 
     def get(self, name: str) -> Entry | None:
-        at = self._offsets.get(name)
+        at = self._offset_of().get(name)
         return None if at is None else entry_at(self._raw, at)
 
     def items(self) -> Iterator[tuple[str, Entry]]:
         raw = self._raw
-        for name, at in self._offsets.items():
+        for name, at in zip(self._names, self._starts, strict=True):
             yield name, entry_at(raw, at)
 
     def __len__(self) -> int:
-        return len(self._offsets)
+        return len(self._names)
 
     def matching(self, spec: Mapping[str, str]) -> list[tuple[str, Entry]]:
         index = self._index
         if index is None:
-            index = self._index = name_index(self._offsets)  # benign race: equal indexes
-        raw, offsets = self._raw, self._offsets
-        return [(name, entry_at(raw, offsets[name])) for name in _matching_names(index, spec)]
+            index = self._index = NameIndex(self._names)
+        raw, offsets = self._raw, self._offset_of()
+        return [(name, entry_at(raw, offsets[name])) for name in index.matching(spec)]
 
 
 class Frames:
@@ -200,16 +178,19 @@ class Frames:
             found = self.set
         if found is None:
             if len(runs) == 1:
-                raw, offsets = unpack_names(runs[0])
+                found = RunIndex(*unpack_names(runs[0]))
             else:  # a table over several frames: one buffer, offsets shifted
-                pieces, offsets, base = [], {}, 0
+                pieces: list[bytes] = []
+                starts: array[int] = array("q")
+                names: list[str] = []
                 for run in runs:
-                    piece, at = unpack_names(run)
-                    offsets.update((name, base + pos) for name, pos in at.items())
+                    piece, at, named = unpack_names(run)
+                    base = sum(len(p) for p in pieces)
+                    starts.extend(pos + base for pos in at)
+                    names += named
                     pieces.append(piece)
-                    base += len(piece)
-                raw = b"".join(pieces)
-            found = self.set = RunIndex(raw, offsets)
+                found = RunIndex(b"".join(pieces), starts, names)
+            self.set = found
             self._runs = ()  # the frames go once every table in them is unpacked
         return found
 

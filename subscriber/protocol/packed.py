@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from array import array
 
 from subscriber.protocol.codec import FLAG_RAW, FLAG_ZLIB, MAX_MESSAGE_SIZE
 from subscriber.protocol.delta import Entry, make_entry
@@ -190,25 +191,29 @@ def unpack_run(run: PackedRun, into: dict[str, Entry]) -> None:
         raise ValueError("packed run does not end where it was scanned to")
 
 
-def unpack_names(run: PackedRun) -> tuple[bytes, dict[str, int]]:
-    """The run's bytes (inflated) and, per partition name, where its entry starts in them.
+def unpack_names(run: PackedRun) -> tuple[bytes, array[int], list[str]]:
+    """The run's bytes (inflated), where each of its entries starts in them, and each
+    entry's partition name, in the run's order.
 
     Raises:
         ValueError: the frame does not hold the run (never for a run from
             :func:`scan_chunk`, which checked it).
     """
     raw = _inflated(run)[run.start :]
-    offsets: dict[str, int] = {}
+    starts: array[int] = array("q")
+    names: list[str] = []
+    add_start, add_name = starts.append, names.append
     length_at = _I32.unpack_from
     skip = len(PARTITION_PREFIX) + len(run.table) + 1  # "HDFS_PARTITION:" "db.t" ":"
     pos = 0
     for _ in range(run.count):
+        add_start(pos)
         key_end = pos + 7 + length_at(raw, pos + 3)[0]
-        offsets[raw[pos + 7 + skip : key_end].decode()] = pos
+        add_name(raw[pos + 7 + skip : key_end].decode())
         pos = key_end + 19 + length_at(raw, key_end + 14)[0]  # version, object, stop
     if pos != len(raw):
         raise ValueError("packed run does not end where it was scanned to")
-    return raw, offsets
+    return raw, starts, names
 
 
 def entry_at(raw: bytes, pos: int) -> Entry:

@@ -175,7 +175,8 @@ def test_packed_partitions_answer_every_read_as_unpacked_ones_do() -> None:
         assert isinstance(got, PackedPartitions) and got.packed and len(got) == len(want)
         assert got.get("dt=3/r=x%2F0é") == want.get("dt=3/r=x%2F0é")
         assert not got.packed  # the first read unpacked it
-        assert sorted(got.matching({"r": "x/1é"})) == sorted(want.matching({"r": "x/1é"}))
+        for spec in ({"r": "x/1é"}, {"dt": "3"}, {"r": "x/1é", "dt": "4"}):  # scan, index
+            assert sorted(got.matching(spec)) == sorted(want.matching(spec))
         assert dict(got.items()) == dict(want.items())
     key = "HDFS_PARTITION:b.t3:dt=11/r=x%2F2é"
     assert with_runs.view.get(key) == plain.view.get(key) is not None
