@@ -823,3 +823,104 @@ def test_corrupted_objects_never_escape_protocol_error(flips: list[tuple[int, in
         blob[where % len(blob)] ^= mask
     with contextlib.suppress(ProtocolError):
         codec.decode_object(bytes(blob))
+
+
+# ---- the validator's generated walkers accept exactly what its generic loop accepts
+
+
+def generic_walkers() -> Any:
+    """Walkers made of the generic loop alone (``validator._rest``), as a mapping the
+    validator's dispatch reads in place of its generated ones."""
+    from subscriber.protocol import validator as v
+
+    class Generic(dict):  # type: ignore[type-arg]
+        def get(self, cls: Any, default: Any = None) -> Any:
+            def walk(data: bytes, pos: int, depth: int, budget: list[int]) -> int:
+                if depth <= 0:
+                    raise v._Malformed("nested too deep")
+                _, required, cost = v._table(cls)
+                pos, seen, cost = v._rest(data, pos, cls, depth, budget, 0, cost)
+                v._charge(budget, cost)
+                if seen & required != required:
+                    raise v._Malformed(v._missing(cls, seen))
+                return pos + 1
+
+            return walk
+
+    return Generic()
+
+
+def verdict(target: type, data: bytes) -> str:
+    """What the validator says of ``data``; a small memory budget, so that path is judged."""
+    from subscriber.protocol.validator import validate
+
+    try:
+        validate(target, data, max_decoded_size=4096)
+    except ProtocolError as exc:
+        return str(exc)
+    return "ok"
+
+
+def verdicts(target: type, data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    from subscriber.protocol import validator as v
+
+    generated = verdict(target, data)
+    with monkeypatch.context() as patch:
+        patch.setattr(v, "_WALKERS", generic_walkers())
+        return generated, verdict(target, data)
+
+
+def test_generated_walkers_judge_every_object_and_truncation_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    blobs = [codec.encode_object(make()) for make in CATALOG_OBJECTS.values()]
+    for blob in blobs:
+        for end in [*range(0, len(blob), 3), len(blob)]:
+            generated, generic = verdicts(CO.TCatalogObject, blob[:end], monkeypatch)
+            assert generated == generic
+    assert "ok" in {verdicts(CO.TCatalogObject, b, monkeypatch)[0] for b in blobs}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), min_size=1, max_size=4),
+    kind=st.sampled_from(sorted(CATALOG_OBJECTS)),
+)
+def test_generated_walkers_judge_corrupted_objects_alike(
+    flips: list[tuple[int, int]], kind: str
+) -> None:
+    blob = bytearray(codec.encode_object(CATALOG_OBJECTS[kind]()))
+    for where, mask in flips:
+        blob[where % len(blob)] ^= mask
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        generated, generic = verdicts(CO.TCatalogObject, bytes(blob), monkeypatch)
+    assert generated == generic
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=wire_value(12), target=st.sampled_from(TARGETS + [CO.THdfsPartition, HMS.Table]))
+def test_generated_walkers_judge_foreign_structs_alike(data: bytes, target: type) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        generated, generic = verdicts(target, data, monkeypatch)
+    assert generated == generic
+
+
+def test_walkers_made_by_racing_threads_judge_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from subscriber.protocol import validator as v
+
+    blobs = [codec.encode_object(make()) for make in CATALOG_OBJECTS.values()]
+    for _ in range(5):
+        monkeypatch.setattr(v, "_WALKERS", {})  # every walker made again, by racing threads
+        verdicts: list[list[str]] = []
+
+        def judge(into: list[list[str]]) -> None:
+            into.append([verdict(CO.TCatalogObject, blob) for blob in blobs])
+
+        threads = [threading.Thread(target=judge, args=(verdicts,)) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(verdicts) == 6 and all(each == verdicts[0] for each in verdicts)
