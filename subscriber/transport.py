@@ -140,11 +140,8 @@ class SubscriberTransport:
         self._requests.put((request, on_answer))
         self._bell.ring()  # a fetch or reload must not wait for the next tick
 
-    def report(self, service_id: str, version: int) -> None:
-        """Tell catalogd which version this subscriber has applied (for --sync barriers)."""
-        self.send_request(self._report(service_id, version))
-
     def _report(self, service_id: str, version: int) -> Any:
+        """Which version this subscriber has applied, for catalogd (its --sync barriers)."""
         client = self.config.client_id
         report = svc.TSubscriberReport(client, service_id=service_id, applied_version=version)
         return svc.TRequest(report=report)
@@ -277,7 +274,8 @@ class SubscriberTransport:
         poller.register(dealer, zmq.POLLIN)
         poller.register(sub, zmq.POLLIN)
         poller.register(self._monitor, zmq.POLLIN)
-        poller.register(self._bell.fileno(), zmq.POLLIN)
+        bell = self._bell.fileno()
+        poller.register(bell, zmq.POLLIN)
         last_hello = time.monotonic()
         while not self._stop.is_set():
             if self.machine.phase is Phase.JOINING and time.monotonic() - last_hello > 0.1:
@@ -304,7 +302,8 @@ class SubscriberTransport:
                         break
                     if response is not None and self._response(response):
                         return
-            self._bell.drain()
+            if bell in ready:
+                self._bell.drain()
             while not self._requests.empty():
                 self._send_asked(dealer, *self._requests.get_nowait())
             if self._handle(self.machine.on_tick(time.monotonic())):
@@ -385,8 +384,8 @@ class SubscriberTransport:
             service_id = self.machine.cache.view.service_id
             if not self.stats.service_ids or self.stats.service_ids[-1] != service_id:
                 self.stats.service_ids.append(service_id)
-        if step.report is not None:
-            self.report(step.report.service_id, step.report.version)
+        if step.report is not None:  # sent now: this is the thread that owns the socket
+            self._send(self._report(step.report.service_id, step.report.version))
         reconnect = False
         for action in step.actions:
             if action.kind is ActionKind.REQUEST_SNAPSHOT:
