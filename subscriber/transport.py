@@ -222,7 +222,7 @@ class SubscriberTransport:
         )
 
     def _handshake(self, dealer: zmq.Socket) -> Welcome | None:
-        dealer.send(codec.pack(self._hello()))
+        hello, sent = codec.pack(self._hello()), False
         deadline = time.monotonic() + self.config.hello_timeout_s
         while not self._stop.is_set():
             remaining = deadline - time.monotonic()
@@ -230,6 +230,10 @@ class SubscriberTransport:
                 self.stats.reconnects += 1
                 self._handle(self.machine.on_tick(time.monotonic()))
                 return None  # nobody answered: a new socket, a new try
+            if not sent:  # never blocking: a refused key leaves the DEALER no pipe to queue on
+                with contextlib.suppress(zmq.Again):
+                    dealer.send(hello, zmq.NOBLOCK)
+                    sent = True
             self._check_handshake()
             if dealer.poll(int(min(remaining, 0.2) * 1000)):
                 response = self._receive(dealer)
@@ -274,8 +278,7 @@ class SubscriberTransport:
         poller.register(dealer, zmq.POLLIN)
         poller.register(sub, zmq.POLLIN)
         poller.register(self._monitor, zmq.POLLIN)
-        bell = self._bell.fileno()
-        poller.register(bell, zmq.POLLIN)
+        poller.register(bell := self._bell.fileno(), zmq.POLLIN)
         last_hello = time.monotonic()
         while not self._stop.is_set():
             if self.machine.phase is Phase.JOINING and time.monotonic() - last_hello > 0.1:
