@@ -232,7 +232,11 @@ class Startup:
         """The admin endpoint (commands guarded by the lease with HA)."""
         server, config, metrics, store = self.server, self.config, self.metrics, self.store
         dead_after = 3 * config.server.heartbeat_interval_s + 1.0
-        barrier = SubscriberBarrier(lambda: dict(server.stats.subscribers), dead_after_s=dead_after)
+        barrier = SubscriberBarrier(
+            lambda: dict(server.stats.subscribers),
+            dead_after_s=dead_after,
+            ask=server.request_reports,
+        )
         table = handlers(server, self.ops, self.loader, self.info, barrier.live, store)
         self.admin = AdminServer(
             config.server.admin_bind,

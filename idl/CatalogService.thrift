@@ -95,6 +95,9 @@ struct THeartbeat {
   // Sender's wall clock, milliseconds since the epoch.
   3: required i64 sent_at_ms
   4: required i32 interval_ms
+  // Set when catalogd wants every subscriber's applied version now (its --sync
+  // barrier waits): a subscriber reports at once, else at most once a second.
+  5: optional bool report
 }
 
 // First request of a subscriber.

@@ -32,8 +32,9 @@ Protocol (the ZeroMQ guide's Clone pattern, hardened):
    work) and asks the transport to reconnect, which restarts at ``JOINING``.
 
 While synced, each message, tick and completed snapshot or catch-up also tells
-whether to report the applied version to catalogd (its read-your-writes
-barriers wait for it): at once when it changed, else every ``report_interval_s``.
+whether to report the applied version to catalogd: every ``report_interval_s``,
+and at once when it changed after a heartbeat asked (``report``: its ``--sync``
+barrier waits), so a delta costs no report (nor catalogd a message per subscriber).
 
 Invariants: the cache only ever moves by whole deltas that follow its version
 or by complete snapshots; every lost message is detected by a version gap, a
@@ -131,7 +132,7 @@ class SyncMachine:
         stale_after_heartbeats: heartbeat intervals of silence before stale.
         request_timeout_s: re-send a snapshot/catch-up request after this long.
         report_interval_s: while synced, report the applied version at least
-            this often (and at once when it changes).
+            this often (and once it changes, when a heartbeat asked for it).
         cache: what the deltas are applied to (default a replica; an on-demand
             subscriber passes an :class:`~subscriber.ondemand.cache.OnDemandCache`).
     """
@@ -163,8 +164,8 @@ class SyncMachine:
         self._assembly: _Assembly | None = None  # the snapshot asked for, while it arrives
         self._offer: Welcome | None = None  # a welcome carrying a snapshot, while joining
         self._report_interval = report_interval_s
-        self._reported = -1  # the version last reported, and when
-        self._reported_at = 0.0
+        self._reported, self._reported_at = -1, 0.0  # the version last reported, and when
+        self._report_until = 0  # each new version is reported at once until one this new is
 
     # -- read side ------------------------------------------------------------------
 
@@ -186,9 +187,8 @@ class SyncMachine:
     # -- inputs ---------------------------------------------------------------------
 
     def on_connected(self, now: float, welcome: Welcome | None = None) -> Step:
-        """The transport (re)created its sockets and subscribed, after ``welcome``: when
-        it carries a snapshot, the first message of its service installs that instead of
-        asking for one."""
+        """The transport (re)created its sockets and subscribed, after ``welcome``: the
+        first message of its service installs the welcome's snapshot, if it has one."""
         self._enter(Event.CONNECTED)
         self._offer = welcome if welcome is not None and welcome.snapshot is not None else None
         self._pending.clear()
@@ -262,8 +262,7 @@ class SyncMachine:
         step = Step()
         self._requested_at = None
         rebased = delta.rebased(self.cache.view.version)
-        if rebased is None:
-            # Cannot happen with an honest server; recover the safe way.
+        if rebased is None:  # cannot happen with an honest server: recover the safe way
             return self._snapshot(step, now)
         step.events = self.cache.apply(rebased)
         self._enter(Event.CAUGHT_UP)
@@ -340,6 +339,8 @@ class SyncMachine:
         self._interval = beat.interval_s
         if step.actions or self._foreign(beat.service_id):
             return step
+        if beat.report:
+            self._report_until = max(self._report_until, beat.version)
         self._announced = max(self._announced, beat.version)
         if self.phase is Phase.SYNCED and beat.version > self.cache.view.version:
             # Publications are ordered: a heartbeat ahead of us means we lost a delta.
@@ -403,11 +404,10 @@ class SyncMachine:
         return Step([Action(ActionKind.REQUEST_SNAPSHOT)], garbage=1)
 
     def _report_if_due(self, step: Step, now: float) -> Step:
-        """While synced: a new version at once, the same one after ``report_interval_s``."""
+        """While synced: every ``report_interval_s``; a new version at once when asked."""
         version = self.cache.view.version
-        if self.synced and (
-            version != self._reported or now - self._reported_at >= self._report_interval
-        ):
+        asked = version != self._reported and self._reported < self._report_until
+        if self.synced and (asked or now - self._reported_at >= self._report_interval):
             self._reported, self._reported_at = version, now
             step.report = Report(self.cache.view.service_id, version)
         return step
@@ -441,8 +441,7 @@ class SyncMachine:
         self._buffer = []
         for index, delta in enumerate(buffered):
             self._apply_or_catch_up(delta, step, now)
-            if self.phase is not Phase.SYNCED:
-                # A gap: keep the rest for after the catch-up.
+            if self.phase is not Phase.SYNCED:  # a gap: the rest waits for the catch-up
                 self._buffer.extend((service_id, d) for d in buffered[index + 1 :])
                 break
         if self.phase is Phase.SYNCED and self.cache.view.version >= self._announced:

@@ -1,6 +1,7 @@
 """The ``sync`` barrier: wait until live subscribers report applying a catalog version.
 
-Subscribers report the version they applied in their heartbeats; the server
+Subscribers report the version they applied once a second, and at once when the
+server's heartbeat asks (``ask``: the barrier asks as it starts waiting); the server
 keeps the newest report per client id (``server.stats.subscribers``). A
 subscriber that stops reporting for ``dead_after_s`` is dropped from the
 barrier, so one dead Spark driver cannot hang an admin command; the caller is
@@ -19,6 +20,7 @@ class SubscriberBarrier:
     Args:
         reports: client id -> (applied version, time.time() of the last report).
         dead_after_s: a subscriber silent for longer is not live.
+        ask: asks every subscriber to report now (``CatalogServer.request_reports``).
         clock, sleep: injectable for tests.
     """
 
@@ -27,11 +29,13 @@ class SubscriberBarrier:
         reports: Callable[[], dict[str, tuple[int, float]]],
         *,
         dead_after_s: float,
+        ask: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._reports = reports
         self._dead_after = dead_after_s
+        self._ask = ask
         self._recent = max(60.0, 10 * dead_after_s)
         self._clock = clock
         self._sleep = sleep
@@ -48,6 +52,7 @@ class SubscriberBarrier:
         wait, or had gone silent within the last minute (a crashed driver);
         subscribers that said goodbye are forgotten at once.
         """
+        self._ask()
         deadline = self._clock() + timeout_s
         now = self._clock()
         recent = {c for c, (_, seen) in self._reports().items() if now - seen <= self._recent}

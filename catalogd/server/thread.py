@@ -1,48 +1,47 @@
 """catalogd's broadcast server: the thread that owns the catalog and its sockets.
 
-One thread (``catalogd-server``) owns the :class:`~catalogd.core.catalog.Catalog`, the
-PUB socket (an XPUB: deltas, heartbeats; it hears subscriptions) and the ROUTER
-socket (hello, snapshots, catch-ups, load requests, subscriber reports). Other
-threads never touch them: they hand work in with :meth:`CatalogServer.submit`,
-which queues a function, rings a :class:`~subscriber.doorbell.Doorbell` the
-poller watches and returns a Future that resolves once the function's delta is
-*published*. So a version returned to an admin is always one every subscriber can
-already receive, and a version is durably reserved (``reserve``) before it is
-published.
+One thread (``catalogd-server``) owns the :class:`~catalogd.core.catalog.Catalog`, the PUB
+socket (an XPUB: deltas, heartbeats; it hears subscriptions) and the ROUTER socket (hello,
+snapshots, catch-ups, load requests, subscriber reports). Other threads never touch them:
+they hand work in with :meth:`CatalogServer.submit`, which queues a function, rings a
+:class:`~subscriber.doorbell.Doorbell` the poller watches and returns a Future that resolves
+once the function's delta is *published*. So a version returned to an admin is always one
+every subscriber can already receive, and a version is durably reserved (``reserve``) before
+it is published.
 
-This module only receives, calls pure code and sends: what a request means is
-decided by :mod:`catalogd.server.requests`, how a snapshot is chunked by
-:mod:`catalogd.server.snapshots`, how sockets are bound and written without
-blocking by :mod:`catalogd.server.sockets`. Snapshots are sent one chunk per peer per
-loop turn, interleaved with publishing, and flow-controlled by
-ROUTER_MANDATORY: a full pipe leaves the chunk for later instead of dropping
-it, and *parks* the job (it is tried again after a backoff of up to 100 ms, so
-a peer that never reads costs nothing while it waits). Each peer has at most
-``max_snapshot_jobs_per_peer`` snapshots queued (a newer request replaces its
+This module only receives, calls pure code and sends: what a request means is decided by
+:mod:`catalogd.server.requests`, how a snapshot is chunked by
+:mod:`catalogd.server.snapshots`, how sockets are bound and written without blocking by
+:mod:`catalogd.server.sockets`. Snapshots are sent one chunk per peer per loop turn,
+interleaved with publishing, and flow-controlled by ROUTER_MANDATORY: a full pipe leaves the
+chunk for later instead of dropping it, and *parks* the job (it is tried again after a
+backoff of up to 100 ms, so a peer that never reads costs nothing while it waits). Each peer
+has at most ``max_snapshot_jobs_per_peer`` snapshots queued (a newer request replaces its
 oldest), all peers ``max_snapshot_jobs``. A turn sends frames for at most
-``snapshot_turn_s`` (then one chunk's encoding more); encoded chunks are shared by
-joins while their database is unchanged (:mod:`catalogd.server.snapshot_cache`).
+``snapshot_turn_s`` (then one chunk's encoding more); encoded chunks are shared by joins
+while their database is unchanged (:mod:`catalogd.server.snapshot_cache`).
 
-Joins wait for nothing fixed: the PUB socket is an XPUB, so the loop learns the
-moment a subscriber's subscription takes effect and publishes a heartbeat right
-then (at most one per ``JOIN_BEAT_SPACING_S``, so a flood of subscriptions costs
-the other subscribers a bounded rate of heartbeats). That heartbeat is the
-joining subscriber's proof that nothing published from now on can miss it.
+Joins wait for nothing fixed: the PUB socket is an XPUB, so the loop learns the moment a
+subscriber's subscription takes effect and publishes a heartbeat right then (at most one per
+``JOIN_BEAT_SPACING_S``, so a flood of subscriptions costs the other subscribers a bounded
+rate of heartbeats). That heartbeat is the joining subscriber's proof that nothing published
+from now on can miss it. One goes out at once, too, asking every subscriber to report its
+applied version, when :meth:`CatalogServer.request_reports` was called (a ``--sync``
+barrier): subscribers report once a second otherwise, so a delta costs no report.
 
-Work per request is bounded: frames beyond ``max_request_bytes`` are dropped by
-ZeroMQ, compressed requests may expand only to ``max_request_inflated_bytes``
-(checked while inflating), lists only to ``max_request_list_items``; joined
-subscribers and their reports expire (:mod:`catalogd.server.members`).
-Malformed requests are counted and answered with an ERROR status when they
-can be; nothing a peer sends stops the loop.
+Work per request is bounded: frames beyond ``max_request_bytes`` are dropped by ZeroMQ,
+compressed requests may expand only to ``max_request_inflated_bytes`` (checked while
+inflating), lists only to ``max_request_list_items``; joined subscribers and their reports
+expire (:mod:`catalogd.server.members`). Malformed requests are counted and answered with an
+ERROR status when they can be; nothing a peer sends stops the loop.
 
-With CURVE keys (``config.curve``, :mod:`catalogd.security`) joins and reports
-are bound to the sending key too, and :meth:`CatalogServer.drop_connections`
-rebinds both sockets so that a revoked key loses its live connections.
+With CURVE keys (``config.curve``, :mod:`catalogd.security`) joins and reports are bound to
+the sending key too, and :meth:`CatalogServer.drop_connections` rebinds both sockets so that
+a revoked key loses its live connections.
 
 Why one module of over 400 lines: it is the one thread that owns the catalog and both
-sockets; its decisions are already pure (requests, snapshots, members), and what is left
-is that thread's loop, publishing and durable version reservation.
+sockets; its decisions are already pure (requests, snapshots, members), and what is left is
+that thread's loop, publishing and durable version reservation.
 """
 
 from __future__ import annotations
@@ -118,15 +117,13 @@ class CatalogServer:
         self._on_reload_request = on_reload_request
         self._reserve = reserve
         self._clock = clock
-        self._work: queue.SimpleQueue[tuple[Callable[[Catalog], Any], Future[Any]]] = (
-            queue.SimpleQueue()
-        )
+        self._work: queue.SimpleQueue[tuple[Callable[[Catalog], Any], Future[Any]]]
+        self._work = queue.SimpleQueue()
         self._bell = Doorbell()
         self._reloads = AwaitedReloads(self._bell.ring)
         self._stop = threading.Event()
         self._ready = threading.Event()
-        # Serializes work run before start() (several threads may submit while a
-        # standby keeps its catalog fresh) with start() itself.
+        # Serializes work run before start() (a standby's, from several threads) and start().
         self._inline = threading.Lock()
         self._startup_error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="catalogd-server", daemon=True)
@@ -138,6 +135,7 @@ class CatalogServer:
         self._advertised_pub = ""
         self._heartbeat_interval = config.heartbeat_interval_s
         self._joined = False  # a subscription arrived that no heartbeat followed yet
+        self._reports_asked = False  # request_reports() since the last heartbeat
         self._rebind = threading.Event()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -231,14 +229,18 @@ class CatalogServer:
 
     def subscriber_keys(self) -> dict[str, str]:
         """client id -> the name of the CURVE key it joined with (empty without CURVE)."""
-        if self.config.curve is None:
-            return {}
-        owners = dict(self._members.owners)
+        owners = dict(self._members.owners) if self.config.curve is not None else {}
         return {client: owner.partition(b"\0")[0].decode() for client, owner in owners.items()}
 
     def subscriber_databases(self) -> dict[str, str]:
         """client id -> the databases it said it follows ("all", or their names)."""
         return dict(self._members.follows)
+
+    def request_reports(self) -> None:
+        """Ask every subscriber for its applied version now: a heartbeat saying so goes out
+        at once (they report otherwise once a second; ``--sync`` barriers call this)."""
+        self._reports_asked = True
+        self._bell.ring()
 
     def commit(self, changes: Any) -> Future[Delta]:
         """Commit ``changes`` (key -> payload or None) and publish the delta."""
@@ -267,7 +269,7 @@ class CatalogServer:
             while not self._stop.is_set():
                 now = time.monotonic()
                 due = [next_beat, *(j.retry_at for j in self._jobs)]
-                if self._joined:
+                if self._joined or self._reports_asked:
                     due.append(last_beat + sockets.JOIN_BEAT_SPACING_S)
                 wait = max(0.0, min(due) - now)
                 events = poller.poll(int(wait * 1000))
@@ -294,7 +296,8 @@ class CatalogServer:
                     router, self._jobs, time.monotonic(), budget_s=self.config.snapshot_turn_s
                 )
                 self._count_snapshots(*turn)
-                if self._joined and time.monotonic() >= last_beat + sockets.JOIN_BEAT_SPACING_S:
+                beat_wanted = self._joined or self._reports_asked
+                if beat_wanted and time.monotonic() >= last_beat + sockets.JOIN_BEAT_SPACING_S:
                     next_beat = 0.0  # a joining subscriber's proof that its SUB is live
                 if time.monotonic() >= next_beat:
                     self._heartbeat(pub)
@@ -356,11 +359,10 @@ class CatalogServer:
             self.stats.published_bytes += len(topic) + len(body)
 
     def _heartbeat(self, pub: zmq.Socket) -> None:
+        asked, self._reports_asked = self._reports_asked, False
+        version, interval, now_ms = self._catalog.version, self._heartbeat_interval, self._clock()
         topic, body = wire.heartbeat_message(
-            self.service_id,
-            self._catalog.version,
-            self._heartbeat_interval,
-            int(self._clock() * 1000),
+            self.service_id, version, interval, int(now_ms * 1000), report=asked
         )
         pub.send_multipart([topic, body])
         self.stats.heartbeats += 1

@@ -44,6 +44,8 @@ class Heartbeat:
     service_id: str
     version: int
     interval_s: float
+    report: bool = False
+    """catalogd asks for the applied version now (THeartbeat.report)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -294,13 +294,14 @@ def _string_field(fid: int, value: str) -> bytes:
 
 
 def heartbeat_message(
-    service_id: str, version: int, interval_s: float, now_ms: int
+    service_id: str, version: int, interval_s: float, now_ms: int, *, report: bool = False
 ) -> tuple[bytes, bytes]:
     beat = svc.THeartbeat(
         service_id=service_id,
         version=version,
         sent_at_ms=now_ms,
         interval_ms=int(interval_s * 1000),
+        report=report or None,
     )
     return TOPIC_HEARTBEAT, codec.pack(beat)
 
@@ -334,7 +335,7 @@ def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbe
     if kind == TOPIC_HEARTBEAT and len(topic) == 1:
         t = codec.unpack(svc.THeartbeat, body)
         _require(t, "service_id", "version", "interval_ms")
-        return Heartbeat(t.service_id, t.version, max(t.interval_ms, 1) / 1000.0)
+        return Heartbeat(t.service_id, t.version, max(t.interval_ms, 1) / 1000.0, bool(t.report))
     raise ProtocolError(f"unknown topic {topic[:16]!r}")
 
 

@@ -337,7 +337,7 @@ def test_deltas_buffered_while_snapshotting_survive_a_restart() -> None:
 # -- report timing ---------------------------------------------------------------------
 
 
-def test_reports_start_when_synced_and_follow_each_new_version_at_once() -> None:
+def test_reports_start_when_synced_then_come_each_interval_not_each_delta() -> None:
     m = _asking_snapshot()
     assert m.on_tick(5.0).report is None  # not synced: nothing to report
     step = m.on_snapshot("s", 3, [], 5.1)
@@ -345,8 +345,36 @@ def test_reports_start_when_synced_and_follow_each_new_version_at_once() -> None
     assert m.on_tick(5.2).report is None  # reported just now
     msgs = publish("s", Catalog(version=3).commit({"TABLE:a.t": b"1"}))
     step = m.on_part(msgs[0], 5.3)  # type: ignore[arg-type]
-    assert m.cache.view.version == 4 and step.report == Report("s", 4)
+    assert m.cache.view.version == 4 and step.report is None  # a delta costs no report
     assert m.on_commit(msgs[-1], 5.4).report is None  # type: ignore[arg-type]
+    assert m.on_tick(6.1).report == Report("s", 4)  # the interval's
+
+
+def _fed(m: SyncMachine, msgs: list[object], now: float) -> list[Report | None]:
+    """The reports that feeding ``msgs`` (parts and commits) to ``m`` gave."""
+    return [
+        (m.on_part(msg, now) if isinstance(msg, DeltaPart) else m.on_commit(msg, now)).report  # type: ignore[arg-type]
+        for msg in msgs
+    ]
+
+
+def test_a_heartbeat_asking_for_reports_gets_each_new_version_until_its_own() -> None:
+    catalog = Catalog(version=3)
+    m = _asking_snapshot()
+    m.on_snapshot("s", 3, [], 5.0)
+    for i in (4, 5):
+        _fed(m, publish("s", catalog.commit({"TABLE:a.t": str(i).encode()})), 5.1)
+    assert m.cache.view.version == 5
+    # catalogd's --sync barrier waits for version 5: its heartbeat asks.
+    assert m.on_heartbeat(Heartbeat("s", 5, 1.0, report=True), 5.2).report == Report("s", 5)
+    assert m.on_heartbeat(Heartbeat("s", 5, 1.0, report=True), 5.3).report is None  # told
+    assert set(_fed(m, publish("s", catalog.commit({"TABLE:a.t": b"6"})), 5.4)) == {None}
+    # Asked while a delta is missing: the version caught up to is reported at once.
+    catalog.commit({"TABLE:a.t": b"7"})  # version 7, its publication lost
+    step = m.on_heartbeat(Heartbeat("s", 7, 1.0, report=True), 5.5)
+    assert [a.kind for a in step.actions] == [ActionKind.REQUEST_CATCH_UP] and not step.report
+    step = m.on_catch_up(catalog.delta_since(6), 5.6)
+    assert m.cache.view.version == 7 and step.report == Report("s", 7)
 
 
 def test_unchanged_version_is_reported_again_every_interval() -> None:
@@ -372,3 +400,11 @@ def test_no_reports_while_stale_or_resyncing() -> None:
     assert step.report is None and m.on_tick(4.5).report is None
     step = m.on_catch_up(Delta(0, 2, (Entry("TABLE:a.t", 2, b"x"),)), 4.6)
     assert m.synced and step.report == Report("s", 2)
+
+
+def test_a_heartbeat_says_on_the_wire_whether_it_asks_for_reports() -> None:
+    from subscriber.protocol import wire
+
+    for asked in (False, True):
+        topic, body = wire.heartbeat_message("s", 7, 0.5, 1000, report=asked)
+        assert wire.parse_publication(topic, body) == Heartbeat("s", 7, 0.5, report=asked)
