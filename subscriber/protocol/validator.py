@@ -202,7 +202,7 @@ def _missing(cls: Any, seen: int) -> str:
 # bytes, with the checks of _rest for its declared type; lists of structs stepped
 # through inline. Anything else (another order, an unknown field, another wire type,
 # a repeated field) is left to _rest from there, so a walker accepts exactly what
-# _rest alone would (tested against it); it only does so faster (1.2-1.6x, hot).
+# _rest alone would (tested against it); it only does so faster (a table object 1.35-1.6x, hot).
 
 _WALKERS: dict[Any, Any] = {}  # published walkers of each struct class
 
