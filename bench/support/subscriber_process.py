@@ -74,7 +74,13 @@ def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "re
                 ready = True
                 push.send_json({"index": index, "ready": True})
             elif kind == b"E":
-                sub.wait_for_version(int(frame[1:]), 120)
+                final = int(frame[1:])
+                sub.wait_for_version(final, 120)
+                # The cache may hold the version a moment before the transport thread has
+                # called the listeners with it: wait for that too (or what is sent lacks it).
+                deadline = time.monotonic() + 10
+                while (not applied or applied[-1][0] < final) and time.monotonic() < deadline:
+                    time.sleep(0.001)
                 # CPU of the whole process (all threads, libzmq's too) in each phase.
                 cpu_raw = cpu_marks[1] - cpu_marks[0]
                 cpu_ours = time.process_time() - cpu_marks[1]
