@@ -262,6 +262,8 @@ class CatalogSubscriber(CatalogReads):
 
     def wait_for_version(self, version: int, timeout: float) -> None:
         """Block until the cache holds ``version`` (read-your-writes after an admin command).
+        Reads see it at once; listeners are told of it on the background thread, which may
+        still be doing so when this returns.
 
         Raises:
             CatalogTimeoutError: the version did not arrive within ``timeout`` seconds.
