@@ -42,12 +42,12 @@ class NameIndex:
         Raises:
             InvalidRequestError: a name is malformed (as parse_partition_name says).
         """
-        if _PLAIN_NAMES.fullmatch("\n".join(names) + "\n" if names else ""):
-            plain: Sequence[str] = names
-            others: Sequence[str] = ()
-        else:
-            plain = [name for name in names if _PLAIN_NAME.fullmatch(name)]
-            others = [name for name in names if not _PLAIN_NAME.fullmatch(name)]
+        plain: Sequence[str] = names
+        others: list[str] = []
+        if not _PLAIN_NAMES.fullmatch("\n".join(names) + "\n" if names else ""):
+            plain = []
+            for name in names:
+                (plain if _PLAIN_NAME.fullmatch(name) else others).append(name)
         parts: dict[str, list[str]] = {}
         add = parts.setdefault
         for name in plain:

@@ -183,12 +183,13 @@ class Frames:
                 pieces: list[bytes] = []
                 starts: array[int] = array("q")
                 names: list[str] = []
+                base = 0
                 for run in runs:
                     piece, at, named = unpack_names(run)
-                    base = sum(len(p) for p in pieces)
                     starts.extend(pos + base for pos in at)
                     names += named
                     pieces.append(piece)
+                    base += len(piece)
                 found = RunIndex(b"".join(pieces), starts, names)
             self.set = found
             self._runs = ()  # the frames go once every table in them is unpacked
