@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--hms-db",
         metavar="URL",
         help="read the HMS backing database directly instead (a SQLAlchemy URL such as "
-        "postgresql+psycopg://reader@host/metastore; HMS 2.3 schema)",
+        "postgresql+psycopg://reader@host/metastore; HMS 2.3, 3.1 or 4.0 schema)",
     )
     dump.add_argument(
         "--data-dir", type=Path, default=Path("data"), metavar="DIR", help="for the embedded HMS"

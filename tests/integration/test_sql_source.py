@@ -24,18 +24,18 @@ import pytest
 from support.fixtures import POSTGRES_ADMIN
 from support.hms_copy import ODD_VALUES, add_odd_objects, copy_catalog
 from support.measurements import record_measurement
+from support.source_objects import everything
 from support.warehouse import WarehouseSpec
 
 import idl
 from catalogd.conversion import objects as convert
 from catalogd.conversion import storage
-from catalogd.conversion.grants import grant_holders, load_privileges, owners_of
 from catalogd.core import cache_pools
 from catalogd.hms.builders import thrift_partitions, thrift_table
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore, MariaDbBackend
 from catalogd.loading.workers import LoadWorkers
-from catalogd.sources import MetastoreSource, ThriftSource, load_catalog, load_table
+from catalogd.sources import ThriftSource, load_table
 from catalogd.sources.sql import SqlSource, fingerprints, schema
 from subscriber.protocol import codec
 from subscriber.protocol.errors import (
@@ -127,18 +127,6 @@ def sql_source_pg(warehouse: WarehouseSpec, hms_postgres: EmbeddedMetastore) -> 
     source = SqlSource(pg_url(hms_postgres), partition_batch=1)
     yield source
     source.close()
-
-
-def everything(source: MetastoreSource) -> dict[str, bytes]:
-    """Every catalog object (databases, tables, partitions, principals, privileges)."""
-    objects, _ = load_catalog(source)
-    refs: list[tuple[str, str | None]] = []
-    for db in source.database_names():
-        refs.append((db, None))
-        refs.extend((db, t) for t in source.table_names(db))
-    holders = owners_of(objects.values()) | grant_holders(source, refs)
-    objects.update(load_privileges(source, principals=sorted(holders)))
-    return convert.encode_all(objects)
 
 
 def test_sql_objects_equal_thrift_objects(

@@ -180,3 +180,102 @@ def populate(uri: str, warehouse: str, prefix: str) -> list[str]:
             )
         )
     return [a, b]
+
+
+def populate_catalogs(uri: str, warehouse: str, prefix: str) -> None:
+    """Write what only HMS 3.1 and 4.x hold, after :func:`populate`: a second catalog
+    (``other``) with a database named as one of the default catalog's (``PREFIX_a``)
+    and a table of its own; a table owned by a role whose SerDe has the 3.x fields
+    (description, serializer and deserializer classes, type)."""
+    from catalogd.hms.client import MetastoreClient
+
+    with MetastoreClient(uri) as client:
+        raw = client.raw
+        catalog = hms.Catalog(name="other", locationUri=f"{warehouse}/other")
+        raw.create_catalog(hms.CreateCatalogRequest(catalog=catalog))
+        raw.create_database(
+            hms.Database(
+                name=f"{prefix}_a",
+                locationUri=f"{warehouse}/other/{prefix}_a.db",
+                parameters={"in": "other"},
+                catalogName="other",
+            )
+        )
+        elsewhere = thrift_table(
+            f"{prefix}_a", "in_other", f"{warehouse}/other/in_other", columns=[("z", "int")]
+        )
+        elsewhere.catName = "other"
+        raw.create_table(elsewhere)
+        described = thrift_table(
+            f"{prefix}_b", "described", f"{warehouse}/described", columns=[("x", "int")],
+            fmt="text",
+        )  # fmt: skip
+        serde = described.sd.serdeInfo
+        serde.description, serde.serdeType = "a described SerDe", hms.SerdeType.HIVE
+        serde.serializerClass, serde.deserializerClass = "com.example.Ser", "com.example.De"
+        described.owner, described.ownerType = ROLE, hms.PrincipalType.ROLE
+        raw.create_table(described)
+
+
+def populate_v4(uri: str, warehouse: str, prefix: str, backend: Backend) -> None:
+    """What HMS 4.x answers differently, after :func:`populate`: column statistics of
+    another engine (``impala``) beside Hive's on ``PREFIX_a.ext`` (HMS answers a request
+    naming no engine with Hive's), and a full-ACID table ``PREFIX_b.acid`` with sort and
+    bucket columns, descriptor and SerDe parameters and skew (HMS 4 sends its descriptor
+    stripped of them).
+
+    A standalone HMS refuses to create an ACID table (it checks the formats against
+    classes of ``hive-exec``, which it lacks), so the table is created plain and its two
+    transactional parameters are then written into ``TABLE_PARAMS`` as HMS would have
+    stored them: what is tested is how HMS reads such a table back.
+    """
+    from catalogd.hms.client import MetastoreClient
+
+    desc = hms.ColumnStatisticsDesc(isTblLevel=True, dbName=f"{prefix}_a", tableName="ext")
+    data = hms.LongColumnStatsData(lowValue=-100, highValue=100, numNulls=5, numDVs=9)
+    stats = hms.ColumnStatistics(
+        statsDesc=desc,
+        engine="impala",
+        statsObj=[
+            hms.ColumnStatisticsObj(
+                colName="x", colType="int", statsData=hms.ColumnStatisticsData(longStats=data)
+            )
+        ],
+    )
+    acid = thrift_table(
+        f"{prefix}_b", "acid", f"{warehouse}/acid", columns=[("x", "int"), ("y", "string")],
+        fmt="orc", partition_keys=[("p", "string")], serde_parameters={"sp": "1"},
+    )  # fmt: skip
+    acid.sd.parameters = {"sdp": "1"}
+    acid.sd.sortCols = [hms.Order(col="x", order=1)]
+    acid.sd.bucketCols, acid.sd.numBuckets = ["x"], 2
+    acid.sd.skewedInfo = hms.SkewedInfo(
+        skewedColNames=["y"], skewedColValues=[["a"]], skewedColValueLocationMaps={}
+    )
+    with MetastoreClient(uri) as client:
+        request = hms.SetPartitionsStatsRequest(colStats=[stats], engine="impala")
+        client.raw.update_table_column_statistics_req(request)
+        client.raw.create_table(acid)
+        client.raw.add_partitions(thrift_partitions(acid, [["a"], ["b"]]))
+    find = 'SELECT "TBL_ID" FROM "TBLS" WHERE "TBL_NAME" = %s'
+    insert = 'INSERT INTO "TABLE_PARAMS" VALUES (%s, %s, %s), (%s, %s, %s)'
+    rows = ("transactional", "TRUE", "transactional_properties", "Default")
+    if isinstance(backend, PostgresBackend):
+        import psycopg
+
+        with psycopg.connect(backend.conninfo, autocommit=True) as conn:
+            row = conn.execute(find.encode(), ("acid",)).fetchone()
+            assert row is not None
+            conn.execute(insert.encode(), (row[0], *rows[:2], row[0], *rows[2:]))
+    elif isinstance(backend, MariaDbBackend):
+        import pymysql
+
+        conn = pymysql.connect(
+            host=backend.host, port=backend.port, user=backend.user,
+            password=backend.password, database=backend.database, autocommit=True,
+        )  # fmt: skip
+        with conn, conn.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+            cur.execute(find, ("acid",))
+            (tbl_id,) = cur.fetchone()
+            cur.execute(insert, (tbl_id, *rows[:2], tbl_id, *rows[2:]))

@@ -104,6 +104,12 @@ class PostgresBackend:
         }
         return " ".join(f"{k}='{_libpq_quote(v)}'" for k, v in parts.items() if v)
 
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The same database for SQLAlchemy (``--hms-db``)."""
+        auth = f"{self.user}:{self.password}" if self.password else self.user
+        return f"postgresql+psycopg://{auth}@{self.host}:{self.port}/{self.database}"
+
     def properties(self, data_dir: Path) -> dict[str, str]:
         """Return the hive-site.xml properties selecting this database."""
         return {

@@ -1,6 +1,6 @@
 """Reading Hive Metastore metadata straight from its backing database (``--hms-db``).
 
-:mod:`.schema` declares the HMS 2.3 tables (SQLAlchemy Core) and checks the
+:mod:`.schema` declares the HMS tables (SQLAlchemy Core; 2.3, 3.1 and 4.0) and checks the
 schema version; :mod:`.structs` assembles storage descriptors and parameter
 maps set by set; :mod:`.tables` reads databases and tables, :mod:`.partitions`
 partitions (in batches, by name, by ``PART_ID`` range, several tables at once),

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
@@ -23,6 +24,9 @@ __all__ = ["table_column_statistics"]
 
 hms = idl.hive_metastore
 
+
+# HMS 4 keeps statistics per engine; its Thrift answers (no engine asked) are Hive's.
+_ENGINE = "hive"
 
 _LONG_TYPES = ("bigint", "int", "smallint", "tinyint", "timestamp")
 
@@ -104,10 +108,12 @@ def table_column_statistics(conn: Connection, tbl_id: int, columns: Sequence[str
     wanted = sorted({name.lower() for name in columns})
     if not wanted:
         return []
+    layout = s.layout_of(conn)
+    where = sa.and_(c.TBL_ID == tbl_id, c.COLUMN_NAME.in_(wanted))
+    if layout.generation >= 4:  # statistics per engine: HMS answers with Hive's
+        where = sa.and_(where, c.ENGINE == _ENGINE)
     rows = conn.execute(
-        select(s.TAB_COL_STATS)
-        .where(c.TBL_ID == tbl_id, c.COLUMN_NAME.in_(wanted))
-        .order_by(c.COLUMN_NAME)
+        select(*layout.columns(s.TAB_COL_STATS)).where(where).order_by(c.COLUMN_NAME)
     )
     result = []
     for r in rows:

@@ -82,16 +82,19 @@ def _number(value: Any) -> int:
 
 
 def databases(conn: Connection) -> dict[str, Fingerprint]:
-    """``{database: fingerprint}`` over ``DBS`` and ``DATABASE_PARAMS``."""
-    d, p = s.DBS.c, s.DATABASE_PARAMS.c
+    """``{database: fingerprint}`` over ``DBS`` (every column the schema has) and
+    ``DATABASE_PARAMS``."""
+    dbs, p = s.layout_of(conn).dbs, s.DATABASE_PARAMS.c
     params = _pairs(
         conn,
         select(p.DB_ID, _hash_sum(p.PARAM_KEY, "=", p.PARAM_VALUE)).group_by(p.DB_ID),
     )
-    rows = conn.execute(
-        select(d.DB_ID, d.NAME, d.DESC, d.DB_LOCATION_URI, d.OWNER_NAME, d.OWNER_TYPE)
-    )
-    return {row.NAME: (*row[2:], row.DB_ID, _number(params.get(row.DB_ID))) for row in rows}
+    rows = conn.execute(select(dbs))
+    return {
+        row.NAME: (*(v for k, v in row._mapping.items() if k not in ("DB_ID", "NAME")),
+                   row.DB_ID, _number(params.get(row.DB_ID)))
+        for row in rows
+    }  # fmt: skip
 
 
 def _weighted_hash(owner: Any, *parts: Any) -> Any:
@@ -154,7 +157,8 @@ def partitions_in(conn: Connection, buckets: list[Bucket]) -> list[tuple[str, st
     """``(database, table, partition name)`` of every partition whose ``PART_ID``,
     ``SD_ID`` or SerDe id falls in one of ``buckets`` (as :func:`partition_buckets`
     names them); 100 buckets per query."""
-    t, d, pk, sd = s.TBLS.c, s.DBS.c, s.PARTITIONS.c, s.SDS.c
+    dbs = s.layout_of(conn).dbs
+    t, d, pk, sd = s.TBLS.c, dbs.c, s.PARTITIONS.c, s.SDS.c
     column = {"p": pk.PART_ID, "s": pk.SD_ID, "e": sd.SERDE_ID}
     found: list[tuple[str, str, str]] = []
     for start in range(0, len(buckets), 100):
@@ -166,7 +170,7 @@ def partitions_in(conn: Connection, buckets: list[Bucket]) -> list[tuple[str, st
             select(d.NAME, t.TBL_NAME, pk.PART_NAME)
             .select_from(
                 s.PARTITIONS.join(s.TBLS, pk.TBL_ID == t.TBL_ID)
-                .join(s.DBS, t.DB_ID == d.DB_ID)
+                .join(dbs, t.DB_ID == d.DB_ID)
                 .outerjoin(s.SDS, pk.SD_ID == sd.SD_ID)
             )
             .where(sa.or_(*ranges))
@@ -177,12 +181,11 @@ def partitions_in(conn: Connection, buckets: list[Bucket]) -> list[tuple[str, st
 
 def partition_names(conn: Connection, db: str, table: str) -> set[str]:
     """Every partition name of one table (empty if it is gone)."""
-    t, d, pk = s.TBLS.c, s.DBS.c, s.PARTITIONS.c
+    dbs = s.layout_of(conn).dbs
+    t, d, pk = s.TBLS.c, dbs.c, s.PARTITIONS.c
     rows = conn.execute(
         select(pk.PART_NAME)
-        .select_from(
-            s.PARTITIONS.join(s.TBLS, pk.TBL_ID == t.TBL_ID).join(s.DBS, t.DB_ID == d.DB_ID)
-        )
+        .select_from(s.PARTITIONS.join(s.TBLS, pk.TBL_ID == t.TBL_ID).join(dbs, t.DB_ID == d.DB_ID))
         .where(d.NAME == db, t.TBL_NAME == table)
     )
     return set(rows.scalars())
@@ -192,8 +195,11 @@ def tables(conn: Connection) -> dict[tuple[str, str], Fingerprint]:
     """``{(database, table): fingerprint}``: the table row, its storage descriptor,
     parameter and SerDe-parameter hashes; last, its partitions' (count, id sum, newest
     create time), which move when partitions are added or dropped (what they hold is
-    :func:`partition_buckets`' part)."""
-    t, d, sd = s.TBLS.c, s.DBS.c, s.SDS.c
+    :func:`partition_buckets`' part). The owner type and write id count too where the
+    schema has them (3.x, 4.x)."""
+    layout = s.layout_of(conn)
+    dbs = layout.dbs
+    t, d, sd = s.TBLS.c, dbs.c, s.SDS.c
     tp, sp, pk = s.TABLE_PARAMS.c, s.SERDE_PARAMS.c, s.PARTITIONS.c
     table_params = _pairs(
         conn,
@@ -225,7 +231,8 @@ def tables(conn: Connection) -> dict[tuple[str, str], Fingerprint]:
             sd.CD_ID,
             sd.INPUT_FORMAT,
             sd.SERDE_ID,
-        ).select_from(s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID).outerjoin(s.SDS, t.SD_ID == sd.SD_ID))
+            *(c for c in layout.columns(s.TBLS) if c.info.get("since")),
+        ).select_from(s.TBLS.join(dbs, t.DB_ID == d.DB_ID).outerjoin(s.SDS, t.SD_ID == sd.SD_ID))
     ).all()
     return {
         (row.NAME, row.TBL_NAME): (
@@ -241,6 +248,7 @@ def tables(conn: Connection) -> dict[tuple[str, str], Fingerprint]:
 
 def grants(conn: Connection) -> Fingerprint:
     """One fingerprint of every role, membership, grant and function."""
+    layout = s.layout_of(conn)
     parts: list[Any] = []
     for table, id_col in (
         (s.ROLES, "ROLE_ID"),
@@ -256,7 +264,7 @@ def grants(conn: Connection) -> Fingerprint:
                 sa.literal(table.name).label("kind"),
                 sa.func.count().label("n"),
                 sa.func.coalesce(sa.func.sum(ident), 0).label("ids"),
-                _hash_sum(*(c for c in table.c if c.name != id_col)).label("h"),
+                _hash_sum(*(c for c in layout.columns(table) if c.name != id_col)).label("h"),
             )
         )
     rows = conn.execute(sa.union_all(*parts)).all()

@@ -69,36 +69,49 @@ def _privilege(row: Any, privilege: str, ref: Any) -> Any:
             grantorType=principal_type(row.GRANTOR_TYPE),
             grantOption=as_bool(row.GRANT_OPTION),
         ),
+        authorizer=getattr(row, "AUTHORIZER", None),  # 3.x and 4.x
     )
+
+
+def _catalog(layout: s.Layout) -> str | None:
+    """A database object's ``catName`` as HMS 3.x/4.x sends it (2.3: none)."""
+    return layout.catalog if layout.generation >= 3 else None
 
 
 def _global(conn: Connection, where: Any) -> list[Any]:
     g = s.GLOBAL_PRIVS.c
-    rows = conn.execute(select(s.GLOBAL_PRIVS).where(where).order_by(g.USER_GRANT_ID))
+    columns = s.layout_of(conn).columns(s.GLOBAL_PRIVS)
+    rows = conn.execute(select(*columns).where(where).order_by(g.USER_GRANT_ID))
     ref = hms.HiveObjectRef(objectType=H.GLOBAL)
     return [_privilege(row, row.USER_PRIV, ref) for row in rows]
 
 
 def _on_db(conn: Connection, where: Any) -> list[Any]:
-    p, d = s.DB_PRIVS.c, s.DBS.c
+    layout = s.layout_of(conn)
+    p, d = s.DB_PRIVS.c, layout.dbs.c
     rows = conn.execute(
-        select(s.DB_PRIVS, d.NAME)
-        .select_from(s.DB_PRIVS.join(s.DBS, p.DB_ID == d.DB_ID))
+        select(*layout.columns(s.DB_PRIVS), d.NAME)
+        .select_from(s.DB_PRIVS.join(layout.dbs, p.DB_ID == d.DB_ID))
         .where(where)
         .order_by(p.DB_GRANT_ID)
     )
     return [
-        _privilege(row, row.DB_PRIV, hms.HiveObjectRef(objectType=H.DATABASE, dbName=row.NAME))
+        _privilege(
+            row,
+            row.DB_PRIV,
+            hms.HiveObjectRef(objectType=H.DATABASE, dbName=row.NAME, catName=_catalog(layout)),
+        )
         for row in rows
     ]
 
 
 def _on_table(conn: Connection, privs: Table, privilege: str, where: Any) -> list[Any]:
     """Table (TBL_PRIVS) or column (TBL_COL_PRIVS) grants."""
-    p, t, d = privs.c, s.TBLS.c, s.DBS.c
+    layout = s.layout_of(conn)
+    p, t, d = privs.c, s.TBLS.c, layout.dbs.c
     rows = conn.execute(
-        select(privs, t.TBL_NAME, d.NAME)
-        .select_from(privs.join(s.TBLS, p.TBL_ID == t.TBL_ID).join(s.DBS, t.DB_ID == d.DB_ID))
+        select(*layout.columns(privs), t.TBL_NAME, d.NAME)
+        .select_from(privs.join(s.TBLS, p.TBL_ID == t.TBL_ID).join(layout.dbs, t.DB_ID == d.DB_ID))
         .where(where)
         .order_by(p[0])
     )
@@ -110,6 +123,7 @@ def _on_table(conn: Connection, privs: Table, privilege: str, where: Any) -> lis
             hms.HiveObjectRef(
                 objectType=H.COLUMN if column else H.TABLE,
                 dbName=row.NAME,
+                catName=_catalog(layout),
                 objectName=row.TBL_NAME,
                 columnName=row.COLUMN_NAME if column else None,
             ),
@@ -120,13 +134,14 @@ def _on_table(conn: Connection, privs: Table, privilege: str, where: Any) -> lis
 
 def _on_partition(conn: Connection, privs: Table, privilege: str, where: Any) -> list[Any]:
     """Partition (PART_PRIVS) or partition column (PART_COL_PRIVS) grants."""
-    p, pt, t, d, kv = privs.c, s.PARTITIONS.c, s.TBLS.c, s.DBS.c, s.PARTITION_KEY_VALS.c
+    layout = s.layout_of(conn)
+    p, pt, t, d, kv = privs.c, s.PARTITIONS.c, s.TBLS.c, layout.dbs.c, s.PARTITION_KEY_VALS.c
     rows = conn.execute(
-        select(privs, t.TBL_NAME, d.NAME)
+        select(*layout.columns(privs), t.TBL_NAME, d.NAME)
         .select_from(
             privs.join(s.PARTITIONS, p.PART_ID == pt.PART_ID)
             .join(s.TBLS, pt.TBL_ID == t.TBL_ID)
-            .join(s.DBS, t.DB_ID == d.DB_ID)
+            .join(layout.dbs, t.DB_ID == d.DB_ID)
         )
         .where(where)
         .order_by(p[0])
@@ -149,6 +164,7 @@ def _on_partition(conn: Connection, privs: Table, privilege: str, where: Any) ->
             hms.HiveObjectRef(
                 objectType=H.COLUMN if column else H.PARTITION,
                 dbName=row.NAME,
+                catName=_catalog(layout),
                 objectName=row.TBL_NAME,
                 partValues=values.get(row.PART_ID, []),
                 columnName=row.COLUMN_NAME if column else None,
@@ -181,21 +197,23 @@ def grants_on(conn: Connection, ref: Any) -> list[Any]:
     if kind == H.GLOBAL:
         return _global(conn, sa.true())
     db = (ref.dbName or "").lower()
+    dbs = s.layout_of(conn).dbs
     if kind == H.DATABASE:
-        return _on_db(conn, s.DBS.c.NAME == db)
+        return _on_db(conn, dbs.c.NAME == db)
     if kind == H.TABLE:
         table = (ref.objectName or "").lower()
-        where = sa.and_(s.DBS.c.NAME == db, s.TBLS.c.TBL_NAME == table)
+        where = sa.and_(dbs.c.NAME == db, s.TBLS.c.TBL_NAME == table)
         return _on_table(conn, s.TBL_PRIVS, "TBL_PRIV", where)
     return []
 
 
 def functions(conn: Connection) -> list[Any]:
     """Every HMS ``Function`` with its resources, ordered by database and name."""
-    f, d, ru = s.FUNCS.c, s.DBS.c, s.FUNC_RU.c
+    layout = s.layout_of(conn)
+    f, d, ru = s.FUNCS.c, layout.dbs.c, s.FUNC_RU.c
     rows = conn.execute(
         select(s.FUNCS, d.NAME)
-        .select_from(s.FUNCS.join(s.DBS, f.DB_ID == d.DB_ID))
+        .select_from(s.FUNCS.join(layout.dbs, f.DB_ID == d.DB_ID))
         .order_by(d.NAME, f.FUNC_NAME)
     ).all()
     resources: dict[int, list[Any]] = defaultdict(list)
@@ -213,6 +231,7 @@ def functions(conn: Connection) -> list[Any]:
             createTime=row.CREATE_TIME,
             functionType=row.FUNC_TYPE,
             resourceUris=resources.get(row.FUNC_ID, []),
+            catName=_catalog(layout),
         )
         for row in rows
     ]

@@ -31,11 +31,9 @@ def current_notification_id(conn: Connection) -> int:
 def next_notifications(conn: Connection, last_event: int, max_events: int) -> list[Any]:
     """Up to ``max_events`` events with ids above ``last_event``, in id order."""
     n = s.NOTIFICATION_LOG.c
+    columns = s.layout_of(conn).columns(s.NOTIFICATION_LOG)
     rows = conn.execute(
-        select(s.NOTIFICATION_LOG)
-        .where(n.EVENT_ID > last_event)
-        .order_by(n.EVENT_ID)
-        .limit(max_events)
+        select(*columns).where(n.EVENT_ID > last_event).order_by(n.EVENT_ID).limit(max_events)
     ).all()
     return [
         hms.NotificationEvent(
@@ -46,6 +44,7 @@ def next_notifications(conn: Connection, last_event: int, max_events: int) -> li
             tableName=r.TBL_NAME,
             message=r.MESSAGE,
             messageFormat=r.MESSAGE_FORMAT,
+            catName=getattr(r, "CAT_NAME", None),  # 3.x and 4.x
         )
         for r in rows
     ]

@@ -74,7 +74,7 @@ def partition_counts(conn: Connection, db: str, tables: Sequence[str]) -> dict[s
     """``{table: number of partitions}`` (lower-case names) for the named tables of
     ``db`` that exist; 0 for unpartitioned tables and views; one query."""
     t, p = s.TBLS.c, s.PARTITIONS.c
-    tables_of_db, named = _named_tables(db, tables)
+    tables_of_db, named = _named_tables(conn, db, tables)
     rows = conn.execute(
         select(t.TBL_NAME, sa.func.count(p.PART_ID))
         .select_from(tables_of_db.outerjoin(s.PARTITIONS, p.TBL_ID == t.TBL_ID))
@@ -86,8 +86,8 @@ def partition_counts(conn: Connection, db: str, tables: Sequence[str]) -> dict[s
 
 def table_owners(conn: Connection, db: str, tables: Sequence[str]) -> Owners:
     """``TBL_ID -> (database, table)`` of the named tables of ``db`` that exist."""
-    t, d = s.TBLS.c, s.DBS.c
-    tables_of_db, named = _named_tables(db, tables)
+    t, d = s.TBLS.c, s.layout_of(conn).dbs.c
+    tables_of_db, named = _named_tables(conn, db, tables)
     refs = conn.execute(
         select(t.TBL_ID, d.NAME, t.TBL_NAME).select_from(tables_of_db).where(named)
     ).all()
@@ -123,9 +123,16 @@ def read_batch(
     """Every ``Partition`` matching ``where`` (a PARTITIONS predicate on tables among
     ``owners``), in ``PART_ID`` order, in 10 queries, and the last ``PART_ID`` read (0
     when none); with ``limit`` (and ``tbl_id``, the one table), only the first
-    ``limit`` of them by ``PART_ID``."""
+    ``limit`` of them by ``PART_ID``.
+
+    Built as HMS's direct-SQL partition reads build them for the schema's version
+    (3.x: the catalog; 4.x: the write id, -1 when not positive)."""
+    layout = s.layout_of(conn)
     p, kv = s.PARTITIONS.c, s.PARTITION_KEY_VALS.c
-    query = select(p.PART_ID, p.CREATE_TIME, p.LAST_ACCESS_TIME, p.SD_ID, p.TBL_ID).where(where)
+    write_id = p.WRITE_ID if layout.generation >= 4 else sa.null()
+    query = select(p.PART_ID, p.CREATE_TIME, p.LAST_ACCESS_TIME, p.SD_ID, p.TBL_ID, write_id).where(
+        where
+    )
     rows = conn.execute(query.order_by(p.PART_ID).limit(limit)).all()
     if not rows:
         return [], 0
@@ -164,15 +171,22 @@ def read_batch(
             sd=sds_get(sd_id),
             parameters=params_get(part_id) or {},
         )
-        for part_id, create_time, last_access_time, sd_id, tbl in rows
+        for part_id, create_time, last_access_time, sd_id, tbl, _ in rows
     ]
+    if layout.generation >= 3:
+        for partition in partitions:
+            partition.catName = layout.catalog
+    if layout.generation >= 4:
+        for partition, row in zip(partitions, rows, strict=True):
+            partition.writeId = row[5] if row[5] is not None and row[5] > 0 else -1
     return partitions, rows[-1][0]
 
 
-def _named_tables(db: str, tables: Sequence[str]) -> tuple[Any, Any]:
+def _named_tables(conn: Connection, db: str, tables: Sequence[str]) -> tuple[Any, Any]:
     """``TBLS`` joined with ``DBS``, and the predicate selecting ``tables`` of ``db``."""
-    t, d = s.TBLS.c, s.DBS.c
+    dbs = s.layout_of(conn).dbs
+    t, d = s.TBLS.c, dbs.c
     wanted = sorted({n.lower() for n in tables})
-    return s.TBLS.join(s.DBS, t.DB_ID == d.DB_ID), sa.and_(
+    return s.TBLS.join(dbs, t.DB_ID == d.DB_ID), sa.and_(
         d.NAME == db.lower(), t.TBL_NAME.in_(wanted)
     )

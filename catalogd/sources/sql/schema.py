@@ -6,22 +6,45 @@ extra ones in a real schema do no harm, and column types are declared loosely
 bigint). Every table and column name is upper case, as HMS makes them;
 SQLAlchemy quotes such names, which PostgreSQL needs and MySQL/MariaDB accept.
 
-:func:`check_version` reads the ``VERSION`` table and refuses a schema whose
+Three schema versions are read: 2.3.0, 3.1.0 and 4.0.0 (HMS 4.0.x writes
+4.0.0). A column that a later version added is declared with the generation
+that has it (``_since(3, ...)``); :class:`Layout` says which columns a schema
+has (:meth:`Layout.columns`) and gives the databases of the one catalog
+catalogd reads (:attr:`Layout.dbs`: 3.x and 4.x keep databases per catalog in
+``DBS.CTLG_NAME``; catalogd reads the default catalog, ``hive``, as its Thrift
+source does). :func:`layout_of` is the layout of a connection's database: it
+reads ``VERSION`` once per database connection and refuses a schema whose
 version is not in :data:`SUPPORTED_VERSIONS` (the layouts these queries were
 written and tested against).
 """
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+from typing import Any
+
 from sqlalchemy import BigInteger, Column, Float, Integer, MetaData, String, Table, Text, select
 from sqlalchemy.engine import Connection
 
 from subscriber.protocol.errors import MetastoreError
 
-__all__ = ["SUPPORTED_VERSIONS", "check_version", "metadata"]
+__all__ = [
+    "DEFAULT_CATALOG",
+    "SUPPORTED_VERSIONS",
+    "Layout",
+    "check_version",
+    "layout_of",
+    "metadata",
+]
 
-# HMS 2.x releases whose schema (as far as these tables go) is the 2.3 one.
-SUPPORTED_VERSIONS = ("2.3.0",)
+# ``VERSION.SCHEMA_VERSION`` -> generation: 2 (HMS 2.3), 3 (3.1: catalogs, table owner
+# types, grant authorizers, SerDe descriptions), 4 (4.0: write ids, database types and
+# creation times, statistics per engine).
+_GENERATIONS = {"2.3.0": 2, "3.1.0": 3, "4.0.0": 4}
+SUPPORTED_VERSIONS = tuple(_GENERATIONS)
+# The catalog HMS serves to clients that name none (``metastore.catalog.default``).
+DEFAULT_CATALOG = "hive"
 
 metadata = MetaData()
 
@@ -46,6 +69,12 @@ def _text(name: str) -> Column:  # type: ignore[type-arg]
     return Column(name, Text, quote=True)
 
 
+def _since(generation: int, column: Column) -> Column:  # type: ignore[type-arg]
+    """``column``, which schemas of ``generation`` (3: HMS 3.1, 4: HMS 4.0) and later have."""
+    column.info["since"] = generation
+    return column
+
+
 def _params(name: str, owner: str) -> Table:
     return _table(name, _id(owner), _str("PARAM_KEY"), _text("PARAM_VALUE"))
 
@@ -59,6 +88,12 @@ DBS = _table(
     _str("NAME"),
     _str("OWNER_NAME"),
     _str("OWNER_TYPE"),
+    _since(3, _str("CTLG_NAME")),
+    _since(4, _id("CREATE_TIME")),
+    _since(4, _str("DB_MANAGED_LOCATION_URI")),
+    _since(4, _str("TYPE")),
+    _since(4, _str("DATACONNECTOR_NAME")),
+    _since(4, _str("REMOTE_DBNAME")),
 )
 DATABASE_PARAMS = _params("DATABASE_PARAMS", "DB_ID")
 TBLS = _table(
@@ -76,6 +111,8 @@ TBLS = _table(
     _str("TBL_TYPE"),
     _text("VIEW_EXPANDED_TEXT"),
     _text("VIEW_ORIGINAL_TEXT"),
+    _since(3, _str("OWNER_TYPE")),
+    _since(4, _id("WRITE_ID")),
 )
 TABLE_PARAMS = _params("TABLE_PARAMS", "TBL_ID")
 SDS = _table(
@@ -99,7 +136,16 @@ COLUMNS_V2 = _table(
     _text("TYPE_NAME"),
     _int("INTEGER_IDX"),
 )
-SERDES = _table("SERDES", _id("SERDE_ID"), _str("NAME"), _str("SLIB"))
+SERDES = _table(
+    "SERDES",
+    _id("SERDE_ID"),
+    _str("NAME"),
+    _str("SLIB"),
+    _since(3, _str("DESCRIPTION")),
+    _since(3, _str("SERIALIZER_CLASS")),
+    _since(3, _str("DESERIALIZER_CLASS")),
+    _since(3, _int("SERDE_TYPE")),
+)
 SERDE_PARAMS = _params("SERDE_PARAMS", "SERDE_ID")
 BUCKETING_COLS = _table(
     "BUCKETING_COLS", _id("SD_ID"), _str("BUCKET_COL_NAME"), _int("INTEGER_IDX")
@@ -135,6 +181,7 @@ PARTITIONS = _table(
     _str("PART_NAME"),
     _id("SD_ID"),
     _id("TBL_ID"),
+    _since(4, _id("WRITE_ID")),
 )
 PARTITION_KEY_VALS = _table(
     "PARTITION_KEY_VALS", _id("PART_ID"), _str("PART_KEY_VAL"), _int("INTEGER_IDX")
@@ -165,6 +212,7 @@ def _privs(name: str, grant_id: str, privilege: str, *extra: Column) -> Table:  
         _str("PRINCIPAL_NAME"),
         _str("PRINCIPAL_TYPE"),
         _str(privilege),
+        _since(3, _str("AUTHORIZER")),
         *extra,
     )
 
@@ -210,6 +258,7 @@ TAB_COL_STATS = _table(
     _id("MAX_COL_LEN"),
     _id("NUM_TRUES"),
     _id("NUM_FALSES"),
+    _since(4, _str("ENGINE")),
 )
 NOTIFICATION_LOG = _table(
     "NOTIFICATION_LOG",
@@ -221,8 +270,56 @@ NOTIFICATION_LOG = _table(
     _text("MESSAGE"),
     _str("MESSAGE_FORMAT"),
     _str("TBL_NAME"),
+    _since(3, _str("CAT_NAME")),
 )
 NOTIFICATION_SEQUENCE = _table("NOTIFICATION_SEQUENCE", _id("NNI_ID"), _id("NEXT_EVENT_ID"))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What one schema version holds, for the queries over it.
+
+    Args:
+        version: ``VERSION.SCHEMA_VERSION`` (one of :data:`SUPPORTED_VERSIONS`).
+        catalog: the catalog whose databases are read (3.x and 4.x schemas).
+    """
+
+    version: str
+    catalog: str = DEFAULT_CATALOG
+
+    @property
+    def generation(self) -> int:
+        """2, 3 or 4: the HMS major version whose schema this is."""
+        return _GENERATIONS[self.version]
+
+    def columns(self, table: Table) -> list[Any]:
+        """The declared columns of ``table`` that this schema has, in declared order."""
+        return [c for c in table.c if c.info.get("since", 2) <= self.generation]
+
+    @functools.cached_property
+    def dbs(self) -> Any:
+        """``DBS`` as this schema has it, limited to :attr:`catalog`'s databases: use it
+        (its ``.c``) wherever a query would name ``DBS``."""
+        query = select(*self.columns(DBS))
+        if self.generation >= 3:
+            query = query.where(DBS.c.CTLG_NAME == self.catalog)  # noqa: SIM300
+        return query.subquery("CATALOG_DBS")
+
+
+_LAYOUT_KEY = "catalogd_hms_layout"
+
+
+def layout_of(conn: Connection, where: str = "the metastore database") -> Layout:
+    """The :class:`Layout` of ``conn``'s database: ``VERSION`` is read once per database
+    connection (kept in its ``info``) and checked as :func:`check_version` does.
+
+    Raises:
+        MetastoreError, sqlalchemy.exc.DBAPIError: as :func:`check_version`.
+    """
+    layout = conn.info.get(_LAYOUT_KEY)
+    if layout is None:
+        layout = conn.info[_LAYOUT_KEY] = Layout(check_version(conn, where))
+    return layout  # type: ignore[no-any-return]
 
 
 def check_version(conn: Connection, where: str) -> str:

@@ -8,8 +8,9 @@ gets from HMS, so the catalog objects made from them are identical.
 * **Read-only.** It never writes: every session is set read-only where the
   database supports it (a read-only database user is all it needs). Writes go
   through HMS Thrift, which runs HMS's listeners.
-* **Schema version.** The first connection checks ``VERSION``
-  (:func:`~catalogd.sources.sql.schema.check_version`).
+* **Schema version.** HMS 2.3, 3.1 and 4.0 schemas; each database connection reads
+  ``VERSION`` once (:func:`~catalogd.sources.sql.schema.layout_of`), and the queries
+  follow that version's layout (3.1 and 4.0: the default catalog's databases).
 * **Streaming.** :meth:`SqlSource.partitions` reads ``batch`` partitions at a
   time by ``PART_ID`` ranges (keyset paging, ~11 queries per batch whatever its
   size), so memory is bounded by the batch, not the table.
@@ -107,7 +108,7 @@ class SqlSource:
             ) from exc
         self.address = parsed.render_as_string(hide_password=True)
         self.partition_batch = partition_batch
-        self._checked = False
+        self._where = f"the metastore database {self.address}"
         statement = _READ_ONLY.get(self._engine.dialect.name)
         if statement is not None:
 
@@ -124,13 +125,11 @@ class SqlSource:
 
     def _conn(self) -> Connection:
         conn = self._engine.connect()
-        if not self._checked:
-            try:
-                s.check_version(conn, f"the metastore database {self.address}")
-            except BaseException:
-                conn.close()
-                raise
-            self._checked = True
+        try:
+            s.layout_of(conn, self._where)  # the schema version, once per DBAPI connection
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _map_error(self, exc: SQLAlchemyError) -> Exception:
