@@ -32,7 +32,7 @@ from support.source_objects import everything
 from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.sources import ThriftSource, load_catalog
-from catalogd.sources.sql import SqlSource
+from catalogd.sources.sql import SqlSource, fingerprints
 
 pytestmark = [pytest.mark.hms, pytest.mark.postgres, pytest.mark.timeout(300)]
 
@@ -124,5 +124,17 @@ def _sql_source_equals_thrift(metastore: EmbeddedMetastore, version: str, kind: 
             )
             assert sql.current_notification_id() == thrift.current_notification_id()
             assert sql.next_notifications(0, 1000) == thrift.next_notifications(0, 1000)
+            # SQL change detection's fingerprints run on this schema and see a write.
+            passes = (fingerprints.databases, fingerprints.tables, fingerprints.grants,
+                      fingerprints.functions, fingerprints.partition_buckets)  # fmt: skip
+            before = [sql.run(f) for f in passes]
+            assert "in_other" not in str(before[1])  # the other catalog's table
+            table = client.get_table("bk_a", "ext")
+            table.parameters = {**table.parameters, "moved": "1"}
+            client.call("alter_table", "bk_a", "ext", table)
+            after = [sql.run(f) for f in passes]
+            assert [a != b for a, b in zip(before, after, strict=True)] == [
+                False, True, False, False, False,
+            ]  # fmt: skip
         finally:
             sql.close()
