@@ -8,8 +8,9 @@ tables it reads equal the raw HMS answer; 3.1 must log notification events (the
 stock listener), 4.0.1 none. Then the SQL source (``--hms-db``) reads the same
 metastore from its 3.1 or 4.0 schema: every catalog object equal, byte for byte,
 to the Thrift source's (a second catalog's same-named database left out, as HMS
-does), and its answers to the other questions catalogd asks equal HMS's. HMS start
-times are printed in the summary.
+does), and its answers to the other questions catalogd asks equal HMS's; on
+PostgreSQL, ``catalogd serve --hms-db`` then serves it to a subscriber and follows a
+change without an admin command. HMS start times are printed in the summary.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from polling import wait_until
+from support.catalogd_process import CatalogdProcess
 from support.hms_copy import add_odd_objects
 from support.hms_versions import (
     RawHms,
@@ -33,6 +36,7 @@ from catalogd.hms.client import MetastoreClient
 from catalogd.hms.embedded import EmbeddedMetastore
 from catalogd.sources import ThriftSource, load_catalog
 from catalogd.sources.sql import SqlSource, fingerprints
+from subscriber.api import CatalogSubscriber
 
 pytestmark = [pytest.mark.hms, pytest.mark.postgres, pytest.mark.timeout(300)]
 
@@ -76,6 +80,8 @@ def test_schematool_schema_serves_the_catalog(
             }
             assert (events > 0) == (version == "3.1")
             _sql_source_equals_thrift(metastore, version, kind)
+            if kind == "postgres":
+                _serve_by_sql(metastore, tmp_path / "catalogd")
         # The schema stays: a second start on the same database skips schematool.
         with EmbeddedMetastore(
             tmp_path / "hms", version=version, backend=backend, cache_dir=hms_cache_dir
@@ -138,3 +144,29 @@ def _sql_source_equals_thrift(metastore: EmbeddedMetastore, version: str, kind: 
             ]  # fmt: skip
         finally:
             sql.close()
+
+
+def _serve_by_sql(metastore: EmbeddedMetastore, data_dir: Path) -> None:
+    """``catalogd serve --hms-db`` on this schema: every object reaches a subscriber, and
+    a partition dropped over Thrift leaves it without an admin command (3.1: the stock
+    listener's events read from ``NOTIFICATION_LOG``; 4.0: SQL fingerprints)."""
+    url = metastore.backend.sqlalchemy_url  # type: ignore[attr-defined]
+    source = SqlSource(url)
+    want = set(load_catalog(source)[0])
+    source.close()
+    server = CatalogdProcess("", data_dir, extra=["--hms-db", url, "--poll-interval", "0.5"])
+    server.start()
+    try:
+        server.wait_loaded()
+        with CatalogSubscriber(server.endpoint) as sub:
+            sub.wait_synced(30)
+            wait_until(
+                lambda: {e.key for e in sub._machine.cache.view.entries()} >= want,
+                what="everything loaded by SQL",
+            )
+            assert len(sub.list_partitions("bk_a.events")) == 4
+            with MetastoreClient(metastore.uri) as client:
+                client.call("drop_partition", "bk_a", "events", ["2024-01-02", "1"], False)
+            wait_until(lambda: len(sub.list_partitions("bk_a.events")) == 3, what="the drop")
+    finally:
+        assert server.stop() == 0
