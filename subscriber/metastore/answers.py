@@ -40,13 +40,14 @@ from subscriber.metastore import (
     request_answers,
     shapes,
     spec_answers,
+    table_requests,
     value_answers,
 )
 from subscriber.metastore.framing import struct_list_success, success_struct
 from subscriber.metastore.rows import Rows, same, token
 from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec, hms_partition
-from subscriber.protocol.binary import I32, LIST, STRUCT
+from subscriber.protocol.binary import I32, STRUCT
 from subscriber.protocol.delta import Entry
 from subscriber.protocol.keys import (
     GLOBAL,
@@ -93,7 +94,6 @@ class CacheAnswers:
             "get_table": self._get_table,
             "get_table_objects_by_name": self._get_table_objects_by_name,
             "get_table_req": self._get_table_req,
-            "get_table_objects_by_name_req": self._get_table_objects_by_name_req,
             "get_fields": self._get_fields,
             "get_fields_with_environment_context": self._get_fields,
             "get_schema": self._get_schema,
@@ -111,6 +111,8 @@ class CacheAnswers:
             "get_partition_with_auth": self._get_partition,
             "get_partition_by_name": self._get_partition_by_name,
         }
+        self._table_requests = table_requests.TableRequests(self)
+        self._handlers.update(self._table_requests.handlers())
         groups = (
             function_answers.FunctionAnswers,
             grant_answers.GrantAnswers,
@@ -175,7 +177,7 @@ class CacheAnswers:
         if database_key(db) not in view.objects:
             raise Forward(f"database {db} not in the cache: HMS's answer varies by call")
 
-    def _table_names(self, view: CacheView, db: str) -> list[str]:
+    def table_names(self, view: CacheView, db: str) -> list[str]:
         self.follows(db)
         self._known_database(view, db)
         names = []
@@ -185,14 +187,14 @@ class CacheAnswers:
         return sorted(names)
 
     def _get_all_tables(self, view: CacheView, args: Any) -> bytes:
-        return shapes.strings(self._table_names(view, args.db_name or ""))
+        return shapes.strings(self.table_names(view, args.db_name or ""))
 
     def _get_tables(self, view: CacheView, args: Any) -> bytes:
         return shapes.strings(
-            shapes.matching(self._table_names(view, args.db_name or ""), args.pattern)
+            shapes.matching(self.table_names(view, args.db_name or ""), args.pattern)
         )
 
-    def _table(self, view: CacheView, db: str, name: str) -> tuple[Entry, Any] | None:
+    def table(self, view: CacheView, db: str, name: str) -> tuple[Entry, Any] | None:
         """The entry and HMS Table of ``db.name``; None when the cache has neither."""
         self.follows(db)
         entry = view.get(table_key(db, name)) or view.get(table_key(db, name, view=True))
@@ -203,7 +205,7 @@ class CacheAnswers:
             raise Forward(f"table {db}.{name} not loaded yet")
         return entry, table.metastore_table
 
-    def _table_bytes(self, entry: Entry, table: Any) -> bytes:
+    def table_bytes(self, entry: Entry, table: Any) -> bytes:
         """The HMS ``Table`` as HMS sends it (the IDL gives optional fields no default,
         so a decoded struct carries exactly the fields HMS sent), memoised."""
         memo_key = (entry.key, entry.version)
@@ -213,14 +215,14 @@ class CacheAnswers:
         return data
 
     def _found_table(self, view: CacheView, db: str, name: str) -> tuple[Entry, Any]:
-        found = self._table(view, db, name)
+        found = self.table(view, db, name)
         if found is None:
             raise hms.NoSuchObjectException(message=f"{db}.{name} table not found")
         return found
 
     def _get_table(self, view: CacheView, args: Any) -> bytes:
         found = self._found_table(view, args.dbname or "", args.tbl_name or "")
-        return success_struct(STRUCT, self._table_bytes(*found))
+        return success_struct(STRUCT, self.table_bytes(*found))
 
     def _get_table_req(self, view: CacheView, args: Any) -> bytes:
         req = args.req
@@ -230,35 +232,16 @@ class CacheAnswers:
         if any(k.lower() == "transactional" for k in table.parameters or {}):
             raise Forward("a transactional table: HMS checks the client's capabilities")
         return success_struct(
-            STRUCT, shapes.struct_field(1, STRUCT, self._table_bytes(entry, table))
+            STRUCT, shapes.struct_field(1, STRUCT, self.table_bytes(entry, table))
         )
-
-    def _tables_by_name(self, view: CacheView, db: str, names: list[str]) -> list[bytes]:
-        """The tables of ``names`` (each once), in HMS's order: its database's row
-        order (no ORDER BY), learnt from HMS (:mod:`~subscriber.metastore.orders`)."""
-        self._known_database(view, db)
-        found: dict[str, tuple[int, bytes]] = {}
-        for name in names:
-            table = self._table(view, db, name)
-            if table is not None and name.lower() not in found:
-                found[name.lower()] = (table[0].version, self._table_bytes(*table))
-        return self.orders.arrange(("tables", db.lower()), found, orders.table_names)
 
     def _get_table_objects_by_name(self, view: CacheView, args: Any) -> bytes:
-        return struct_list_success(
-            self._tables_by_name(view, args.dbname or "", list(args.tbl_names or []))
-        )
-
-    def _get_table_objects_by_name_req(self, view: CacheView, args: Any) -> bytes:
-        req = args.req
-        if req is None or req.tblNames is None or req.capabilities is not None:
-            raise Forward("every table, or capabilities HMS checks")
-        items = self._tables_by_name(view, req.dbName or "", list(req.tblNames))
-        return success_struct(STRUCT, shapes.struct_field(1, LIST, shapes.struct_list(items)))
+        db, names = args.dbname or "", list(args.tbl_names or [])
+        return struct_list_success(self._table_requests.rows(view, db, names))
 
     def _fields(self, view: CacheView, args: Any, schema: bool) -> bytes:
         db, name = args.db_name or "", args.table_name or ""
-        found = self._table(view, db, name)
+        found = self.table(view, db, name)
         if found is None:
             raise hms.UnknownTableException(message=f"{db}.{name} table not found")
         table = found[1]
@@ -279,7 +262,7 @@ class CacheAnswers:
     # -- partitions -------------------------------------------------------------------
 
     def partitioned(self, view: CacheView, db: str, name: str) -> tuple[Any, Rows]:
-        found = self._table(view, db, name)
+        found = self.table(view, db, name)
         if found is None:
             raise Forward(f"table {db}.{name} not in the cache")  # HMS's answer varies by call
         table_name = f"{db.lower()}.{name.lower()}"

@@ -6,7 +6,8 @@ database arguments: ``@hive#sales`` (``@CATALOG#DB``), ``@hive#`` for no databas
 ``MetaStoreUtils.parseDbName`` (checked in Hive 3.1's source); request structs carry
 ``catName`` beside ``dbName``. catalogd mirrors one catalog, :data:`DEFAULT_CATALOG`
 (HMS's default, the one catalogd reads), so :func:`unqualify` rewrites a call's
-arguments to plain database names before they are answered from the cache, and sends
+arguments to plain database names before they are answered from the cache (request
+structs' ``dbName`` is not parsed by HMS: a marker there is forwarded), and sends
 anything about another catalog, or a request field the cache cannot honour
 (``validWriteIdList``, ``processorCapabilities``, ``engine``, ...), to HMS.
 """
@@ -28,7 +29,9 @@ _DB_ARGS = ("dbname", "db_name", "dbName")
 _ECHO_CATALOG = frozenset({"get_partitions_pspec"})
 # Request-struct fields the cached answers honour (others: forward), and values of
 # other fields that mean "nothing asked" (Hive 4's IDL defaults, sent by its clients).
-_REQUEST_FIELDS = frozenset({"dbName", "tblName", "tblNames", "catName", "capabilities"})
+_REQUEST_FIELDS = frozenset(
+    {"dbName", "tblName", "tblNames", "catName", "capabilities", "tablesPattern", "projectionSpec"}
+)
 # The calls whose ``req`` is checked here (other request calls check their own fields).
 _TABLE_REQUESTS = frozenset({"get_table_req", "get_table_objects_by_name_req"})
 _NEUTRAL: dict[str, tuple[Any, ...]] = {
@@ -98,8 +101,9 @@ def unqualify(method: str, args: Any, upstream_reads_catalogs: bool | None = Tru
             raise Forward(f"request fields the cache does not honour: {', '.join(sorted(extra))}")
         _check(req.catName)  # HMS 2.3 ignores catName: the one catalog either way
         if isinstance(req.dbName, str) and req.dbName.startswith("@"):
-            _readable(upstream_reads_catalogs)
-            req.dbName = _database(req.dbName)
+            # HMS 2.3, 3.1 and 4.0 take a request's dbName as written (checked in their
+            # sources; HMS 4.0.1: "Could not find database hive.@hive#db"): its answer.
+            raise Forward("'@catalog#db' in a request struct: HMS reads it as a name")
 
 
 def _readable(upstream_reads_catalogs: bool | None) -> None:

@@ -66,7 +66,8 @@ def test_request_structs_honour_the_catalog_and_refuse_what_the_cache_cannot() -
         {"validWriteIdList": "t:1:9223372036854775807::"},
         {"processorCapabilities": ["HIVEFULLACIDREAD"]},
         {"getColumnStats": True},
+        {"dbName": "@hive#s"},  # HMS takes a request's dbName as written
     ):
-        request = hms.GetTableRequest(dbName="s", tblName="t", **extra)
+        request = hms.GetTableRequest(**{"dbName": "s", "tblName": "t", **extra})
         with pytest.raises(Forward):
             unqualify("get_table_req", svc.get_table_req_args(req=request))
