@@ -15,7 +15,8 @@ Served only against an HMS that has these calls (probed: HMS 4.0+; before, HMS's
 "Invalid method name" is the answer, forwarded), for the ``hive`` catalog and a plain
 request: anything the cache cannot honour (``validWriteIdList``, a table ``id``,
 processor capabilities, column statistics, file metadata, a column-less or
-parameter-filtered partition form, an engine) is forwarded. So is a table the cache
+parameter-filtered partition form, an engine -- except a by-names request's, which
+HMS reads for column statistics only) is forwarded. So is a table the cache
 does not hold: HMS 4's messages for a missing table are not HMS 2.3's, and the
 forward gives HMS's own.
 """
@@ -82,6 +83,10 @@ class PartitionRequests:
             raise Forward("a catalog-qualified name in a request that names its catalog")
         for field in _UNHONOURED:
             value = getattr(request, field, None)
+            if field == "engine" and hasattr(request, "get_col_stats"):
+                # HMS 4.0.1 reads a by-names request's engine for its column statistics
+                # only (Spark's Hive 4 client sends "hive" without asking for them).
+                continue  # get_col_stats itself is unhonoured
             if value not in (None, False, [], "", -1):
                 raise Forward(f"{field} set: the cache cannot honour it")
         self._lookups.partitioned(view, db, table)  # a missing table: HMS's own message

@@ -206,10 +206,12 @@ def partition_cases() -> Iterator[tuple[str, dict[str, Any], bool]]:
                 yield "get_partitions_by_filter_req", {"req": req}, table != "nosuch" and evaluated
         for names in ([], ["dt=2026-01-01/n=1"], ["dt=x y/n=1", "dt=2026-01-02/n=10", "n=1"]):
             for stats in (None, False, True):
-                req = hms.GetPartitionsByNamesRequest(
-                    db_name=DB, tbl_name=table, names=names, get_col_stats=stats
-                )
-                yield "get_partitions_by_names_req", {"req": req}, table != "nosuch" and not stats
+                for engine in (None, "hive"):  # Spark's Hive 4 client: "hive", no stats
+                    req = hms.GetPartitionsByNamesRequest(
+                        db_name=DB, tbl_name=table, names=names, get_col_stats=stats, engine=engine
+                    )
+                    serve = table != "nosuch" and not stats
+                    yield "get_partitions_by_names_req", {"req": req}, serve
     req = hms.PartitionsRequest(dbName=DB, tblName=PARTS, validWriteIdList="1:1::")
     yield "fetch_partition_names_req", {"partitionReq": req}, False
 
@@ -316,7 +318,13 @@ def table_request_cases() -> Iterator[tuple[dict[str, Any], bool]]:
         yield {"req": request(db, None, ".*", spark)}, False
     yield {"req": request(DB, None, ".*", spark, catalog="spark")}, False
     caps = hms.ClientCapabilities(values=[hms.ClientCapability.INSERT_ONLY_TABLES])
-    yield {"req": hms.GetTablesRequest(dbName=DB, tblNames=["ice_a"], capabilities=caps)}, False
+    for names in (["ice_a"], ["ice_a", "t9"]):  # as Spark's Hive 4 client sends them
+        yield {"req": hms.GetTablesRequest(dbName=DB, tblNames=names, capabilities=caps)}, True
+    spec = hms.GetProjectionsSpec(fieldList=spark)
+    request = hms.GetTablesRequest(
+        dbName=DB, catName="hive", tablesPattern=".*", projectionSpec=spec, capabilities=caps
+    )
+    yield {"req": request}, True
 
 
 def test_table_requests_answer_as_hms_does(served: tuple[str, MetastoreEndpoint]) -> None:
@@ -351,7 +359,7 @@ def test_table_requests_answer_as_hms_does(served: tuple[str, MetastoreEndpoint]
         assert served_second == sum(
             1 for args, _ in table_request_cases()
             if args["req"].tablesPattern is None and args["req"].projectionSpec is None
-            and args["req"].capabilities is None and args["req"].tblNames is not None
+            and args["req"].tblNames is not None
         )  # fmt: skip
     else:
         assert served_second == meant
