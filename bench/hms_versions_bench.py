@@ -3,7 +3,7 @@
 ::
 
     .venv/bin/python bench/hms_versions_bench.py [--tables 20] [--partitions 500]
-        [--calls 300] [--loads 3] [--changes 5] [--versions 2.3,3.1,4.x]
+        [--calls 300] [--loads 3] [--changes 5] [--spark-repeats 5] [--versions 2.3,3.1,4.x]
 
 For each version an embedded HMS of that version runs on a fresh PostgreSQL
 database (needs the PostgreSQL of ``.ci/start-services``) with its notification
@@ -21,6 +21,12 @@ of ``--partitions`` partitions each (keys ``dt``, ``n``), and then, per version:
   at HMS and at a subscriber's endpoint (catalog committed into an in-process
   catalogd); target: the endpoint no slower (>= 1x). The Spark statements themselves
   (one client version per run) are ``bench/hms_endpoint_bench.py``;
+* **Spark with the matching metastore client** (``--spark-repeats``, 0 skips it): a
+  PySpark session straight at HMS and one through the endpoint, each with the client of
+  that version (2.3: Spark's built-in one; 3.1.3 and 4.0.1: the Maven Central jars of
+  ``make spark-clients``), time ``spark.catalog.getTable`` and the ``EXPLAIN`` of a
+  pruned ``SELECT`` (Spark's own timing, median of the repeats after a warm-up);
+  target: the endpoint no slower;
 * **change -> subscriber**: a ``catalogd serve`` process (``--change-detection auto``,
   ``--poll-interval 0.5``) over that HMS and a subscriber; each of ``--changes``
   writes (``create_table`` + ``add_partitions``) is timed until the subscriber lists
@@ -168,6 +174,43 @@ def _reads(version: str, uri: str, calls: int) -> list[tuple[str, float, float]]
     return rows
 
 
+SPARK_CLIENTS = {"2.3": None, "3.1": "3.1.3", "4.x": "4.0.1"}
+
+
+def _spark(version: str, uri: str, repeats: int, work: Path) -> list[tuple[str, float, float]]:
+    """(statement, direct s, endpoint s): Spark with ``version``'s metastore client."""
+    spark_mod, clients = _load("spark_sql_server"), _load("spark_clients")
+    client = SPARK_CLIENTS[version]
+    conf = {} if client is None else clients.hive_client_conf(client)
+    with MetastoreClient(uri, timeout_s=300) as hms_client:
+        objects, _ = load_catalog(ThriftSource(hms_client))
+        dt = hms_client.get_partition_names(DB, "t0")[0].split("/")[0].split("=")[1]
+    statements = {
+        "getTable": f"@getTable {DB}.t0",
+        "plan pruned SELECT": f"EXPLAIN SELECT count(*) FROM {DB}.t0 WHERE dt = '{dt}'",
+    }
+    server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*"))
+    server.commit(convert.encode_all(objects)).result()
+    timings: dict[str, dict[str, float]] = {}
+    with server, CatalogSubscriber(server.endpoint) as sub:
+        sub.wait_synced(300)
+        with sub.metastore_endpoint(upstream=uri) as endpoint:
+            for mode, target in (("direct", uri), ("endpoint", endpoint.uri)):
+                spark = spark_mod.SparkSql(target, work / "wh", work / f"spark-{mode}", conf)
+                try:
+                    for statement in statements.values():
+                        spark.query(statement, timeout=600)  # warm-up
+                    samples: dict[str, list[float]] = {name: [] for name in statements}
+                    for _ in range(repeats):
+                        for name, statement in statements.items():
+                            samples[name].append(spark.query(statement, timeout=600)[0])
+                    timings[mode] = {n: statistics.median(v) for n, v in samples.items()}
+                finally:
+                    spark.close()
+            print(f"  {version} Spark through the endpoint: {endpoint.stats.summary()}")
+    return [(n, timings["direct"][n], timings["endpoint"][n]) for n in statements]
+
+
 def _change_latency(uri: str, warehouse: str, work: Path, changes: int) -> float:
     process = (
         _load("catalogd_process")
@@ -233,6 +276,18 @@ def run_version(version: str, args: argparse.Namespace, work: Path) -> list[Resu
                         note=f"direct {direct_us:.0f} us, endpoint {via_us:.0f} us (median)",
                     )
                 )  # fmt: skip
+            if args.spark_repeats:
+                client = SPARK_CLIENTS[version] or "built-in 2.3.10"
+                for name, direct_s, via_s in _spark(
+                    version, metastore.uri, args.spark_repeats, root / "spark"
+                ):
+                    results.append(
+                        Result(
+                            f"HMS {version}: Spark ({client} client) {name}: direct / endpoint",
+                            direct_s / via_s, "x", 1.0, goal="min",
+                            note=f"direct {direct_s * 1e3:.0f} ms, endpoint {via_s * 1e3:.0f} ms",
+                        )
+                    )  # fmt: skip
             if args.changes:
                 latency = _change_latency(metastore.uri, warehouse, root, args.changes)
                 how = "polling" if version == "4.x" else "events"
@@ -256,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loads", type=int, default=3, help="full loads each way")
     parser.add_argument("--calls", type=int, default=300, help="timed calls per read")
     parser.add_argument("--changes", type=int, default=5, help="timed writes (0: skip)")
+    parser.add_argument(
+        "--spark-repeats", type=int, default=5, help="timed runs per Spark statement (0: skip)"
+    )
     add_output_argument(parser)
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="catalogd-hms-versions-bench-"))

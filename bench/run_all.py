@@ -63,7 +63,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "faults": ("faults.py", [], ["--quick"]),
     "hms_versions": ("hms_versions_bench.py", [], [
         "--tables", "4", "--partitions", "200", "--loads", "1", "--calls", "100",
-        "--changes", "2"]),
+        "--changes", "2", "--spark-repeats", "2"]),
     "sql_load": ("sql_load_bench.py", [], [
         "--tables", "20", "--per-table", "50", "--big", "5000",
         "--large-tables", "20", "--large-per-table", "5000", "--quick-names"]),
