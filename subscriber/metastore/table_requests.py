@@ -136,12 +136,13 @@ class TableRequests:
         db = req.dbName or ""
         if "." in db or "*" in db:
             raise Forward(f"database {db!r}: HMS reads it as a pattern")
-        names = list(req.tblNames) if req.tblNames is not None else None
+        # No names: every table the pattern matches (HMS: both conditions when both).
+        names = (
+            list(req.tblNames) if req.tblNames is not None else self._lookups.table_names(view, db)
+        )
         if pattern is not None:
             matches = table_pattern(pattern)
-            listed = [n for n in self._lookups.table_names(view, db) if matches(n)]
-            names = listed if names is None else [n for n in names if matches(n.lower())]
-        assert names is not None
+            names = [n for n in names if matches(n.lower())]
         items = self.rows(view, db, names, fields, pattern, _insert_only(req.capabilities))
         return success_struct(STRUCT, shapes.struct_field(1, LIST, shapes.struct_list(items)))
 
