@@ -6,7 +6,6 @@ thread (``catalogd-subscriber``). It only moves bytes: it decodes what arrives, 
 with the clock into the pure :class:`~subscriber.sync.SyncMachine` and carries out the
 :class:`~subscriber.sync.Step` each input returns. User threads queue requests (and ring
 a doorbell so they leave at once) and read the cache's view (:mod:`subscriber.api`).
-
 Why one module of over 400 lines: the one thread owning the DEALER and SUB (failover,
 CURVE monitor); every decision it carries out is made in :mod:`subscriber.sync`.
 """
@@ -198,6 +197,7 @@ class SubscriberTransport:
             sub.connect(self._pub_endpoint(welcome.pub_endpoint))
             self._dealer = dealer
             self._handle(self.machine.on_connected(time.monotonic(), welcome))
+            codec.prepare_objects()  # while catalogd makes the snapshot asked for just now
             self._serve(dealer, sub)
             if self._stop.is_set():
                 self._goodbye(dealer)

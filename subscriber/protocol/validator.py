@@ -31,6 +31,9 @@ mishandle; only then does the Cython decoder build the objects, over a
 transport that raises at end of input. The walk costs about as much as the
 decoding itself (see ``bench/codec_bench.py``), with each struct's walker generated
 from its spec (below); nothing cheaper gives the guarantees above.
+
+Why one module of over 400 lines: the generic walk and the walkers generated from it
+must judge every input alike, so they are read and changed together.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from subscriber.protocol import binary
 from subscriber.protocol.binary import TYPES_WITH_BINARY, skip
 from subscriber.protocol.errors import ProtocolError
 
-__all__ = ["EXPANSION", "MAX_DECODED_SIZE", "MAX_DEPTH", "validate"]
+__all__ = ["EXPANSION", "MAX_DECODED_SIZE", "MAX_DEPTH", "prepare", "validate"]
 
 # Refuse input whose objects would take (by estimate) more memory than this, or
 # than EXPANSION times the input size plus 64 KiB. Real catalog objects take
@@ -103,6 +106,39 @@ def validate(cls: type, data: bytes, *, max_decoded_size: int = MAX_DECODED_SIZE
         raise ProtocolError(f"malformed {cls.__name__}: {exc or type(exc).__name__}") from None
     if end != len(data):
         raise ProtocolError(f"malformed {cls.__name__}: {len(data) - end} bytes after the end")
+
+
+def prepare(cls: type) -> int:
+    """Generate the walkers of ``cls`` and of every struct it can hold, now rather than
+    on first use (compiling them is most of a first validation's cost); the number of
+    structs. Idempotent and thread-safe (as :func:`validate`)."""
+    found: dict[Any, None] = {}
+    pending = [cls]
+    while pending:
+        current = pending.pop()
+        if current in found:
+            continue
+        found[current] = None
+        for field in current.thrift_spec.values():
+            pending.extend(_structs_in(field[0], field[2] if len(field) > 3 else None))
+    for struct_class in found:
+        _walker(struct_class)
+    return len(found)
+
+
+def _structs_in(ttype: int, sub: Any) -> list[Any]:
+    """The struct classes a thriftpy2 spec entry (type code, its type argument) holds."""
+    if ttype == _STRUCT:
+        return [sub]
+    if ttype in _LISTS and isinstance(sub, tuple) and len(sub) == 2:
+        return _structs_in(sub[0], sub[1])
+    if ttype == _MAP and isinstance(sub, tuple) and len(sub) == 2:
+        key, value = sub
+        return [
+            *(_structs_in(*key) if isinstance(key, tuple) else _structs_in(key, None)),
+            *(_structs_in(*value) if isinstance(value, tuple) else _structs_in(value, None)),
+        ]
+    return []
 
 
 def _table(cls: Any) -> _Table:
@@ -208,33 +244,42 @@ _WALKERS: dict[Any, Any] = {}  # published walkers of each struct class
 
 
 def _walker(cls: Any) -> Any:
-    """The walker of ``cls``, generated with those of the structs it holds (each
-    generation in a namespace of its own, published once complete: racing threads
-    only make equal walkers, and none sees a walker that calls one not made yet)."""
+    """The walker of ``cls``, generated (in a namespace of its own, published once
+    complete: racing threads only make equal walkers). The walkers of the structs it
+    holds are bound to stubs that generate them when first called, so a first
+    validation compiles only the structs its bytes hold: a table object's first
+    ``get_table`` compiled all 74 structs a ``TCatalogObject`` can reach, 46 ms."""
+    published = _WALKERS.get(cls)
+    if published is not None:
+        return published
     namespace: dict[str, Any] = {"_Malformed": _Malformed, "_I32": _I32, "_size": _size}
     namespace.update(_rest=_rest, _container=_container, _missing=_missing)
     names: dict[Any, str] = {}
-    pending: list[Any] = []
 
     def name_of(struct_class: Any) -> str:
         name = names.get(struct_class)
         if name is None:
             name = names[struct_class] = f"walk_{len(names)}_{struct_class.__name__}"
-            published = _WALKERS.get(struct_class)
-            if published is None:
-                pending.append(struct_class)
-            else:
-                namespace[name] = published
+            if struct_class is not cls:
+                namespace[name] = _WALKERS.get(struct_class) or _later(
+                    namespace, name, struct_class
+                )
         return name
 
-    name_of(cls)
-    while pending:
-        current = pending.pop()
-        source = _source(current, names[current], namespace, name_of)
-        exec(compile(source, f"<walker of {current.__name__}>", "exec"), namespace)
-    for generated, name in names.items():
-        _WALKERS.setdefault(generated, namespace[name])
-    return _WALKERS[cls]
+    source = _source(cls, name_of(cls), namespace, name_of)
+    exec(compile(source, f"<walker of {cls.__name__}>", "exec"), namespace)
+    return _WALKERS.setdefault(cls, namespace[names[cls]])
+
+
+def _later(namespace: dict[str, Any], name: str, cls: Any) -> Any:
+    """A stand-in for the walker of ``cls`` under ``name`` in ``namespace``: on its first
+    call it generates the walker and puts it in its place."""
+
+    def walk_later(data: bytes, pos: int, depth: int, budget: list[int]) -> int:
+        walker = namespace[name] = _walker(cls)
+        return walker(data, pos, depth, budget)  # type: ignore[no-any-return]
+
+    return walk_later
 
 
 def _source(cls: Any, name: str, namespace: dict[str, Any], name_of: Callable[[Any], str]) -> str:

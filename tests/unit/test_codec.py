@@ -924,3 +924,35 @@ def test_walkers_made_by_racing_threads_judge_alike(monkeypatch: pytest.MonkeyPa
         for thread in threads:
             thread.join()
         assert len(verdicts) == 6 and all(each == verdicts[0] for each in verdicts)
+
+
+def test_a_first_validation_makes_only_the_walkers_its_bytes_need(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walkers of the structs a table object holds, not of all 74 a TCatalogObject
+    can reach (compiling those cost a first get_table 46 ms)."""
+    from subscriber.protocol import validator as v
+
+    monkeypatch.setattr(v, "_WALKERS", {})
+    v.validate(CO.TCatalogObject, codec.encode_object(CATALOG_OBJECTS["table"]()))
+    made = {cls.__name__ for cls in v._WALKERS}
+    assert {"TCatalogObject", "TTable", "Table"} <= made and len(made) < 30, sorted(made)
+    for make in CATALOG_OBJECTS.values():
+        v.validate(CO.TCatalogObject, codec.encode_object(make()))  # the rest made when met
+    assert len(v._WALKERS) > len(made)
+
+
+def test_prepare_makes_every_walker_a_catalog_object_can_need(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from subscriber.protocol import validator as v
+
+    monkeypatch.setattr(v, "_WALKERS", {})
+    count = codec.prepare_objects()
+    assert count == len(v._WALKERS) > 50  # every struct TCatalogObject can reach
+    assert {HMS.Table, HMS.StorageDescriptor, CO.THdfsPartition} <= set(v._WALKERS)
+    before = dict(v._WALKERS)
+    for make in CATALOG_OBJECTS.values():  # nothing more to make, and the same verdicts
+        v.validate(CO.TCatalogObject, codec.encode_object(make()))
+    assert before == v._WALKERS
+    assert codec.prepare_objects() == count  # idempotent
