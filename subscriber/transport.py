@@ -5,7 +5,7 @@ and a SUB (deltas or invalidations, heartbeats), both created, used and closed i
 thread (``catalogd-subscriber``). It only moves bytes: it decodes what arrives, feeds it
 with the clock into the pure :class:`~subscriber.sync.SyncMachine` and carries out the
 :class:`~subscriber.sync.Step` each input returns. User threads queue requests (and ring
-a doorbell so they leave at once) and read the cache's view (:mod:`subscriber.api`).
+a doorbell) and read the cache's view (:mod:`subscriber.api`).
 Why one module of over 400 lines: the one thread owning the DEALER and SUB (failover,
 CURVE monitor); every decision it carries out is made in :mod:`subscriber.sync`.
 """
@@ -54,8 +54,7 @@ class TransportStats:
 
 @dataclass(frozen=True, slots=True)
 class TransportConfig:
-    """Where and how the transport connects. Protocol timing (stale, request
-    timeouts) is the :class:`~subscriber.sync.SyncMachine`'s, not configured here."""
+    """Where and how it connects (timing is the SyncMachine's, not configured here)."""
 
     endpoints: tuple[str, ...]
     """catalogd's address, or every catalogd's of an HA pair: the first session
@@ -197,7 +196,8 @@ class SubscriberTransport:
             sub.connect(self._pub_endpoint(welcome.pub_endpoint))
             self._dealer = dealer
             self._handle(self.machine.on_connected(time.monotonic(), welcome))
-            codec.prepare_objects()  # while catalogd makes the snapshot asked for just now
+            if not self.config.on_demand:  # a replica: while catalogd makes its snapshot
+                codec.prepare_objects()
             self._serve(dealer, sub)
             if self._stop.is_set():
                 self._goodbye(dealer)
