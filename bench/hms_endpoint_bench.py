@@ -42,19 +42,17 @@ manager (``tests/support/hms_locks.py``), a catalogd process loading from it
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import multiprocessing
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from support import synthetic
 from support.hms import BIG, add_shape_arguments, running_hms, shape_from
 from support.measure import Result, add_output_argument, cpu_note, finish
+from support.tests_support import load
 
 from catalogd.conversion import objects as convert
 from catalogd.hms.client import MetastoreClient
@@ -62,18 +60,7 @@ from catalogd.server.thread import CatalogServer, ServerConfig
 from catalogd.sources import ThriftSource, load_catalog
 from subscriber.api import CatalogSubscriber
 
-TESTS_SUPPORT = Path(__file__).resolve().parents[1] / "tests" / "support"
 TABLE = f"{synthetic.DB}.{BIG}"
-
-
-def _load(name: str) -> ModuleType:
-    """A module of ``tests/support`` (this directory has a ``support`` package of its own)."""
-    spec = importlib.util.spec_from_file_location(f"_tests_{name}", TESTS_SUPPORT / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _statements(dt: str) -> dict[str, str]:
@@ -118,7 +105,7 @@ def _throughput(uri: str, clients: int, seconds: float) -> float:
 
 
 def run(uri: str, repeats: int, seconds: float, clients: int) -> list[Result]:
-    relay_mod, spark_mod = _load("hms_relay"), _load("spark_sql_server")
+    relay_mod, spark_mod = load("hms_relay"), load("spark_sql_server")
     work = Path(tempfile.mkdtemp(prefix="catalogd-hms-endpoint-bench-"))
     with MetastoreClient(uri, timeout_s=300) as client:
         objects, stats = load_catalog(ThriftSource(client))
@@ -190,8 +177,8 @@ def run_iceberg(commits: int, rounds: int) -> list[Result]:
     import pyarrow as pa
     from pyiceberg.catalog.hive import HiveCatalog
 
-    locks_mod, relay_mod = _load("hms_locks"), _load("hms_relay")
-    catalogd_mod = _load("catalogd_process")
+    locks_mod, relay_mod = load("hms_locks"), load("hms_relay")
+    catalogd_mod = load("catalogd_process")
     work = Path(tempfile.mkdtemp(prefix="catalogd-iceberg-bench-"))
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
     hms = locks_mod.start_locking_metastore(work / "hms")

@@ -37,16 +37,16 @@ of ``--partitions`` partitions each (keys ``dt``, ``n``), and then, per version:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
-import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from support.measure import Result, add_output_argument, cpu_note, finish
+from support.tests_support import load
 
 import idl
 from catalogd.conversion import objects as convert
@@ -59,18 +59,8 @@ from catalogd.sources.sql import SqlSource
 from subscriber.api import CatalogSubscriber
 
 hms = idl.hive_metastore
-TESTS_SUPPORT = Path(__file__).resolve().parent.parent / "tests" / "support"
+Timed = tuple[str, float, float]
 DB = "vb"
-
-
-def _load(name: str) -> ModuleType:
-    """A module of ``tests/support`` (this directory has a ``support`` package of its own)."""
-    spec = importlib.util.spec_from_file_location(f"_tests_{name}", TESTS_SUPPORT / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _write_catalog(uri: str, warehouse: str, tables: int, partitions: int) -> None:
@@ -149,71 +139,73 @@ def _loads(uri: str, url: str, runs: int) -> tuple[float, float, int]:
     return statistics.median(thrift_s), statistics.median(sql_s), partitions
 
 
-def _reads(version: str, uri: str, calls: int) -> list[tuple[str, float, float]]:
+@contextmanager
+def _served(uri: str) -> Iterator[tuple[Any, str]]:
+    """The catalog read from HMS once, committed into an in-process catalogd, and a
+    subscriber's endpoint over it (upstream: HMS); with a ``dt`` of ``t0`` to prune by."""
     with MetastoreClient(uri, timeout_s=300) as client:
         objects, _ = load_catalog(ThriftSource(client))
         dt = client.get_partition_names(DB, "t0")[0].split("/")[0].split("=")[1]
     server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*"))
     server.commit(convert.encode_all(objects)).result()
-    rows = []
+    del objects
     with server, CatalogSubscriber(server.endpoint) as sub:
         sub.wait_synced(300)
         with sub.metastore_endpoint(upstream=uri) as endpoint:
-            direct, via = _calls(version, uri, dt), _calls(version, endpoint.uri, dt)
-            try:
-                for name in direct:
-                    if name != "client":
-                        rows.append(
-                            (name, _median_us(direct[name], calls), _median_us(via[name], calls))
-                        )
-            finally:
-                direct["client"].close()
-                via["client"].close()
-            forwarded = endpoint.stats.summary()
-    print(f"  {version} endpoint calls: {forwarded}")
+            yield endpoint, dt
+
+
+def _reads(version: str, uri: str, endpoint: Any, dt: str, calls: int) -> list[Timed]:
+    """(call, direct us, endpoint us) of each version's own reads."""
+    rows = []
+    direct, via = _calls(version, uri, dt), _calls(version, endpoint.uri, dt)
+    try:
+        for name in direct:
+            if name != "client":
+                rows.append((name, _median_us(direct[name], calls), _median_us(via[name], calls)))
+    finally:
+        direct["client"].close()
+        via["client"].close()
     return rows
 
 
 SPARK_CLIENTS = {"2.3": None, "3.1": "3.1.3", "4.x": "4.0.1"}
 
 
-def _spark(version: str, uri: str, repeats: int, work: Path) -> list[tuple[str, float, float]]:
+def _spark(version: str, uri: str, endpoint: Any, dt: str, repeats: int, work: Path) -> list[Timed]:
     """(statement, direct s, endpoint s): Spark with ``version``'s metastore client."""
-    spark_mod, clients = _load("spark_sql_server"), _load("spark_clients")
+    spark_mod, clients = load("spark_sql_server"), load("spark_clients")
     client = SPARK_CLIENTS[version]
     conf = {} if client is None else clients.hive_client_conf(client)
-    with MetastoreClient(uri, timeout_s=300) as hms_client:
-        objects, _ = load_catalog(ThriftSource(hms_client))
-        dt = hms_client.get_partition_names(DB, "t0")[0].split("/")[0].split("=")[1]
     statements = {
         "getTable": f"@getTable {DB}.t0",
         "plan pruned SELECT": f"EXPLAIN SELECT count(*) FROM {DB}.t0 WHERE dt = '{dt}'",
     }
-    server = CatalogServer(ServerConfig(bind="tcp://127.0.0.1:*", pub_bind="tcp://127.0.0.1:*"))
-    server.commit(convert.encode_all(objects)).result()
     timings: dict[str, dict[str, float]] = {}
-    with server, CatalogSubscriber(server.endpoint) as sub:
-        sub.wait_synced(300)
-        with sub.metastore_endpoint(upstream=uri) as endpoint:
-            for mode, target in (("direct", uri), ("endpoint", endpoint.uri)):
-                spark = spark_mod.SparkSql(target, work / "wh", work / f"spark-{mode}", conf)
-                try:
-                    for statement in statements.values():
-                        spark.query(statement, timeout=600)  # warm-up
-                    samples: dict[str, list[float]] = {name: [] for name in statements}
-                    for _ in range(repeats):
-                        for name, statement in statements.items():
-                            samples[name].append(spark.query(statement, timeout=600)[0])
-                    timings[mode] = {n: statistics.median(v) for n, v in samples.items()}
-                finally:
-                    spark.close()
-            print(f"  {version} Spark through the endpoint: {endpoint.stats.summary()}")
+    for mode, target in (("direct", uri), ("endpoint", endpoint.uri)):
+        spark = spark_mod.SparkSql(target, work / "wh", work / f"spark-{mode}", conf)
+        try:
+            for statement in statements.values():
+                spark.query(statement, timeout=600)  # warm-up
+            samples: dict[str, list[float]] = {name: [] for name in statements}
+            for _ in range(repeats):
+                for name, statement in statements.items():
+                    samples[name].append(spark.query(statement, timeout=600)[0])
+            timings[mode] = {n: statistics.median(v) for n, v in samples.items()}
+        finally:
+            spark.close()
     return [(n, timings["direct"][n], timings["endpoint"][n]) for n in statements]
+
+
+def _speedup(measure: str, direct: float, via: float, unit: str, scale: float) -> Result:
+    """The direct / endpoint ratio (target: the endpoint no slower) of two timings."""
+    note = f"direct {direct * scale:.0f} {unit}, endpoint {via * scale:.0f} {unit}"
+    return Result(f"{measure}: direct / endpoint", direct / via, "x", 1.0, goal="min", note=note)
 
 
 def _change_latency(uri: str, warehouse: str, work: Path, changes: int) -> float:
     process = (
-        _load("catalogd_process")
+        load("catalogd_process")
         .CatalogdProcess(uri, work / "catalogd", extra=["--poll-interval", "0.5"])
         .start(timeout=300)
     )
@@ -247,7 +239,7 @@ def _change_latency(uri: str, warehouse: str, work: Path, changes: int) -> float
 
 
 def run_version(version: str, args: argparse.Namespace, work: Path) -> list[Result]:
-    versions_mod = _load("hms_versions")
+    versions_mod = load("hms_versions")
     backend = versions_mod.backend_for("postgres")
     results: list[Result] = []
     try:
@@ -268,26 +260,19 @@ def run_version(version: str, args: argparse.Namespace, work: Path) -> list[Resu
                     note=f"Thrift {thrift_s:.2f} s, SQL {sql_s:.2f} s (median of {args.loads})",
                 )
             )  # fmt: skip
-            for name, direct_us, via_us in _reads(version, metastore.uri, args.calls):
-                results.append(
-                    Result(
-                        f"HMS {version}: {name}: direct / endpoint time",
-                        direct_us / via_us, "x", 1.0, goal="min",
-                        note=f"direct {direct_us:.0f} us, endpoint {via_us:.0f} us (median)",
-                    )
-                )  # fmt: skip
-            if args.spark_repeats:
-                client = SPARK_CLIENTS[version] or "built-in 2.3.10"
-                for name, direct_s, via_s in _spark(
-                    version, metastore.uri, args.spark_repeats, root / "spark"
+            with _served(metastore.uri) as (endpoint, dt):
+                for name, direct_us, via_us in _reads(
+                    version, metastore.uri, endpoint, dt, args.calls
                 ):
-                    results.append(
-                        Result(
-                            f"HMS {version}: Spark ({client} client) {name}: direct / endpoint",
-                            direct_s / via_s, "x", 1.0, goal="min",
-                            note=f"direct {direct_s * 1e3:.0f} ms, endpoint {via_s * 1e3:.0f} ms",
-                        )
-                    )  # fmt: skip
+                    results.append(_speedup(f"HMS {version}: {name}", direct_us, via_us, "us", 1))
+                if args.spark_repeats:
+                    client = SPARK_CLIENTS[version] or "built-in 2.3.10"
+                    for name, direct_s, via_s in _spark(
+                        version, metastore.uri, endpoint, dt, args.spark_repeats, root / "spark"
+                    ):
+                        measure = f"HMS {version}: Spark ({client} client) {name}"
+                        results.append(_speedup(measure, direct_s, via_s, "ms", 1e3))
+                print(f"  {version} endpoint calls: {endpoint.stats.summary()}")
             if args.changes:
                 latency = _change_latency(metastore.uri, warehouse, root, args.changes)
                 how = "polling" if version == "4.x" else "events"
