@@ -48,7 +48,7 @@ from subscriber.protocol import codec
 from subscriber.protocol.binary import LIST, STRUCT
 from subscriber.protocol.delta import Entry
 
-__all__ = ["PROJECTED_FIELDS", "TableRequests", "partial_table", "table_pattern"]
+__all__ = ["MAX_PATTERN", "PROJECTED_FIELDS", "TableRequests", "partial_table", "table_pattern"]
 
 hms = idl.hive_metastore
 
@@ -56,6 +56,9 @@ PROJECTED_FIELDS = frozenset({"dbName", "tableName", "owner", "ownerType"})
 """Projection fields answered from the cache (the ones Spark's Hive 4 client asks)."""
 
 _PLAIN = re.compile(r"[a-z0-9_.*]*")
+MAX_PATTERN = 4096
+"""Longer table patterns are forwarded: each alternative is a regular expression to
+compile, and an endpoint thread must not spend a long time on one call's pattern."""
 
 
 def table_pattern(pattern: str) -> Callable[[str], bool]:
@@ -65,6 +68,8 @@ def table_pattern(pattern: str) -> Callable[[str], bool]:
     Raises:
         Forward: a character whose meaning was not measured.
     """
+    if len(pattern) > MAX_PATTERN:
+        raise Forward(f"a table pattern of {len(pattern)} characters")
     alternatives = []
     for alternative in pattern.strip().lower().split("|"):
         if not _PLAIN.fullmatch(alternative):

@@ -113,7 +113,7 @@ def prepare(cls: type) -> int:
     on first use (compiling them is most of a first validation's cost); the number of
     structs. Idempotent and thread-safe (as :func:`validate`)."""
     found: dict[Any, None] = {}
-    pending = [cls]
+    pending: list[Any] = [cls]
     while pending:
         current = pending.pop()
         if current in found:

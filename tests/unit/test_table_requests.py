@@ -33,7 +33,9 @@ def test_table_patterns_match_as_measured_on_hms_4(pattern: str, matched: list[s
     assert [n for n in NAMES if matches(n)] == matched
 
 
-@pytest.mark.parametrize("pattern", ["e%", "[ae].*", "a+", "(a)", "a\\b", "é*"])
+@pytest.mark.parametrize(
+    "pattern", ["e%", "[ae].*", "a+", "(a)", "a\\b", "é*", "|".join(["a"] * 3000)]
+)
 def test_unmeasured_pattern_characters_are_forwarded(pattern: str) -> None:
     with pytest.raises(Forward):
         table_pattern(pattern)
