@@ -90,6 +90,11 @@ def db_url(metastore: EmbeddedMetastore) -> str:
     return pg_url(metastore)
 
 
+def warehouse_databases(warehouse: WarehouseSpec) -> set[str]:
+    """The Spark-made databases (the session's HMS holds other tests' too: not copied)."""
+    return {"default", *(d.name for d in warehouse.databases)}
+
+
 @pytest.fixture(scope="module", params=["postgresql", "mariadb"])
 def catalog(request: pytest.FixtureRequest, warehouse: WarehouseSpec) -> EmbeddedMetastore:
     """A metastore holding the Spark-made warehouse and the odd objects."""
@@ -100,7 +105,7 @@ def catalog(request: pytest.FixtureRequest, warehouse: WarehouseSpec) -> Embedde
         MetastoreClient(warehouse.uri) as source,
         MetastoreClient(metastore.uri) as target,
     ):
-        copy_catalog(source, target)
+        copy_catalog(source, target, warehouse_databases(warehouse))
         add_odd_objects(target, f"file:{metastore.warehouse_dir}")
     return metastore
 
@@ -122,7 +127,7 @@ def sql_source_pg(warehouse: WarehouseSpec, hms_postgres: EmbeddedMetastore) -> 
             MetastoreClient(warehouse.uri) as source,
             MetastoreClient(hms_postgres.uri) as target,
         ):
-            copy_catalog(source, target)
+            copy_catalog(source, target, warehouse_databases(warehouse))
             add_odd_objects(target, f"file:{hms_postgres.warehouse_dir}")
     source = SqlSource(pg_url(hms_postgres), partition_batch=1)
     yield source

@@ -12,12 +12,13 @@ names and values with spaces, unicode, ``=`` and ``/``, and NULL partition value
 from __future__ import annotations
 
 import copy
+from collections.abc import Collection
 from typing import Any
 
 import idl
-from catalogd.conversion.grants import fetch_grants, grant_holders, owners_of
+from catalogd.conversion.grants import fetch_grants, grant_holders
 from catalogd.hms.client import MetastoreClient
-from catalogd.sources import ThriftSource, load_catalog
+from catalogd.sources import ThriftSource
 
 hms = idl.hive_metastore
 
@@ -30,14 +31,21 @@ ODD_VALUES = (
 )
 
 
-def copy_catalog(source: MetastoreClient, target: MetastoreClient) -> None:
+def copy_catalog(
+    source: MetastoreClient, target: MetastoreClient, databases: Collection[str] | None = None
+) -> None:
     """Create every database, table, partition, role, grant and function of ``source``
-    (except the ``default`` database itself) in ``target``. Blocks; not idempotent."""
-    for name in source.get_all_databases():
-        db = source.get_database(name)
+    (except the ``default`` database itself) in ``target``; with ``databases``, only
+    those databases and what is in them or granted on them (the session's HMS also holds
+    every other test's databases). Blocks; not idempotent."""
+    names = [n for n in source.get_all_databases() if databases is None or n in databases]
+    dbs, tables = [], []
+    for name in names:
+        dbs.append(db := source.get_database(name))
         if name != "default":
             target.call("create_database", db)
         for table in source.get_table_objects_by_name(name, source.get_all_tables(name)):
+            tables.append(table)
             target.call("create_table", table)
             if table.partitionKeys:
                 parts = list(ThriftSource(source).partitions(name, table.tableName))
@@ -53,14 +61,15 @@ def copy_catalog(source: MetastoreClient, target: MetastoreClient) -> None:
                 target.call(
                     "grant_role", role, m.principalName, m.principalType, "admin", user, False
                 )
-    objects, _ = load_catalog(ThriftSource(source))
-    refs: list[tuple[str, str | None]] = []
-    for db in source.get_all_databases():
-        refs.append((db, None))
-        refs.extend((db, t) for t in source.get_all_tables(db))
-    principals = owners_of(objects.values()) | grant_holders(ThriftSource(source), refs)
+    refs: list[tuple[str, str | None]] = [(name, None) for name in names]
+    refs.extend((t.dbName, t.tableName) for t in tables)
+    principals = _owners(dbs, tables) | grant_holders(ThriftSource(source), refs)
     grants = fetch_grants(source, sorted(principals))
-    wanted = [p for p in grants.privileges if p.hiveObject.objectType != hms.HiveObjectType.GLOBAL]
+    wanted = [
+        p
+        for p in grants.privileges
+        if p.hiveObject.objectType != hms.HiveObjectType.GLOBAL and p.hiveObject.dbName in names
+    ]
     existing = {
         _grant_key(p)
         for name, kind in grants.probed
@@ -70,7 +79,16 @@ def copy_catalog(source: MetastoreClient, target: MetastoreClient) -> None:
     if bag:
         target.call("grant_privileges", hms.PrivilegeBag(privileges=bag))
     for func in source.get_all_functions():
-        target.call("create_function", func)
+        if func.dbName in names:
+            target.call("create_function", func)
+
+
+def _owners(dbs: list[Any], tables: list[Any]) -> set[tuple[str, str]]:
+    """The (name, kind) owners of HMS databases and tables, as ``owners_of`` finds them
+    in catalog objects (HMS 2.3 tables have user owners only)."""
+    kinds = hms.PrincipalType._VALUES_TO_NAMES
+    owners = {(d.ownerName, kinds.get(d.ownerType, "USER")) for d in dbs if d.ownerName}
+    return owners | {(t.owner, "USER") for t in tables if t.owner}
 
 
 def _grant_key(p: Any) -> tuple[Any, ...]:
