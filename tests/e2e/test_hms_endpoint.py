@@ -5,8 +5,9 @@ again), a :class:`CountingRelay` in front of it that counts every call reaching
 HMS, catalogd loading from HMS directly, and in this process a subscriber with
 its HMS endpoint forwarding to the relay. Two Spark sessions in child processes
 run the same statements: one straight at the relay ("direct"), one at the
-endpoint. The tests run in file order and share that state; all of it runs twice,
-with a replica subscriber and with an on-demand one.
+endpoint. The tests run in file order and share that state; catalogd, the subscriber,
+its endpoint and the endpoint's Spark session are made twice, for a replica subscriber
+and for an on-demand one, over the one HMS, relay and direct session.
 """
 
 from __future__ import annotations
@@ -39,17 +40,17 @@ hms_api = idl.hive_metastore
 SETUP, READS, WRITES = stmts.SETUP, stmts.READS, stmts.WRITES
 
 
-@pytest.fixture(scope="module", params=["replica", "on-demand"])
-def world(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, hms_cache_dir: Path
+@pytest.fixture(scope="module")
+def metastore(
+    tmp_path_factory: pytest.TempPathFactory, hms_cache_dir: Path
 ) -> Iterator[dict[str, Any]]:
-    """The topology above, with the subscriber a replica or on demand (reads fetched
-    from catalogd on a miss: still none reaches HMS)."""
+    """The HMS, its relay and the direct Spark session, set up once for both modes (each
+    mode's tests leave the catalog as they found it, the HMS running)."""
     root = tmp_path_factory.mktemp("hms-endpoint")
     hms = EmbeddedMetastore(root / "hms", port=free_port(), cache_dir=hms_cache_dir)
     hms.start()
     relay = CountingRelay(hms.uri)
-    direct = via = catalogd = sub = endpoint = None
+    direct = None
     try:
         direct = SparkSql(relay.uri, hms.warehouse_dir, root / "spark-direct", {})
         record_measurement("Spark session start (child process)", direct.startup_s, "s")
@@ -69,6 +70,23 @@ def world(
                     resourceUris=[],
                 ),
             )
+        yield {"hms": hms, "relay": relay, "direct": direct, "root": root}
+    finally:
+        if direct is not None:
+            direct.close()
+        relay.close()
+        hms.stop()
+
+
+@pytest.fixture(scope="module", params=["replica", "on-demand"])
+def world(request: pytest.FixtureRequest, metastore: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The topology above, with the subscriber a replica or on demand (reads fetched
+    from catalogd on a miss: still none reaches HMS)."""
+    hms: EmbeddedMetastore = metastore["hms"]
+    root: Path = metastore["root"] / request.param
+    root.mkdir()
+    via = catalogd = sub = endpoint = None
+    try:
         # No change detection: only the endpoint's reload requests make writes visible.
         catalogd = CatalogdProcess(
             hms.uri, root / "catalogd", extra=["--change-detection", "off"]
@@ -76,24 +94,15 @@ def world(
         catalogd.wait_loaded()
         sub = CatalogSubscriber(catalogd.endpoint, mode=request.param).start()
         sub.wait_synced(30)
-        endpoint = sub.metastore_endpoint(upstream=relay.uri).start()
+        endpoint = sub.metastore_endpoint(upstream=metastore["relay"].uri).start()
         via = SparkSql(endpoint.uri, hms.warehouse_dir, root / "spark-endpoint", {})
-        yield {
-            "hms": hms,
-            "relay": relay,
-            "direct": direct,
-            "via": via,
-            "sub": sub,
-            "endpoint": endpoint,
-        }
+        yield {**metastore, "via": via, "sub": sub, "endpoint": endpoint}
     finally:
-        for closer in (via, direct, endpoint, sub):
+        for closer in (via, endpoint, sub):
             if closer is not None:
                 closer.close()
         if catalogd is not None:
             catalogd.stop()
-        relay.close()
-        hms.stop()
 
 
 def test_reads_match_direct_and_reach_hms_zero_times(world: dict[str, Any]) -> None:
