@@ -19,7 +19,7 @@ with the catalog (``@hive#hx``), which HMS 2.3 takes for a name it does not have
 ``get_table_req``, whose catalog is a field of its own, works); a 4.x client's first
 call, ``get_database_req``, exists in neither HMS 2.3 nor 3.1 (``Invalid method
 name``). Through the endpoint the same calls fail the same way. The 3.1 client
-against HMS 3.1 works directly, not through the endpoint yet (an expected failure).
+against HMS 3.1 works both ways, with the same answers.
 """
 
 from __future__ import annotations
