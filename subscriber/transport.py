@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
@@ -291,12 +291,12 @@ class SubscriberTransport:
                 self._check_handshake()
             # Bounded batches, then look at the rest; EVENTS ends one (cheaper than Again).
             for _ in range(1000 if sub in ready else 0):
-                if not sub.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                if not cast(int, sub.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
                     break
                 if self._publication(sub.recv_multipart(zmq.NOBLOCK)):
                     return
             for _ in range(1000 if dealer in ready else 0):
-                if not dealer.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                if not cast(int, dealer.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
                     break
                 response = self._receive(dealer, zmq.NOBLOCK)
                 if response is not None and self._response(response):
