@@ -33,6 +33,7 @@ import zmq
 from support import synthetic
 from support.measure import Result, add_output_argument, cpu_note, finish
 
+import idl
 from catalogd.core.catalog import Catalog
 from catalogd.server.snapshots import snapshot_frames
 from catalogd.server.thread import CatalogServer, ServerConfig
@@ -54,7 +55,9 @@ def _table(dts: int, regions: int, i: int) -> dict[str, bytes]:
 def cached_catalog(data_dir: Path, tables: int, dts: int, regions: int) -> Iterator[dict]:
     """Yield the database's payloads, then each table's: from the cache file, or built
     (with one worker process per CPU) and written to it first."""
-    path = data_dir / f"catalog-{tables}x{dts}x{regions}.pickle"
+    # Payloads are wire bytes: a new protocol version makes them anew.
+    version = idl.catalog_service.PROTOCOL_VERSION
+    path = data_dir / f"catalog-{tables}x{dts}x{regions}-p{version}.pickle"
     if not path.is_file():
         data_dir.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()

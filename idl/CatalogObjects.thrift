@@ -333,7 +333,10 @@ struct TTable {
   // Set when loading failed; the other fields may then be missing.
   3: optional Status.TStatus load_status
   4: optional TAccessLevel access_level
-  // Data columns, without the partition keys.
+  // Data columns, without the partition keys. On the wire (codec encode_object)
+  // columns and clustering_columns are left out when they are exactly what
+  // metastore_table's sd.cols and partitionKeys give; decode_object derives them
+  // again (subscriber/protocol/table_columns.py) with column_stats.
   5: optional list<TColumn> columns
   // Partition keys, in order (empty when unpartitioned).
   6: optional list<TColumn> clustering_columns
@@ -353,6 +356,9 @@ struct TTable {
   // subscriber can list cached tables from headers alone.
   101: optional string cache_pool_name
   102: optional map<string, string> cached_partitions
+  // catalogd, on the wire only: set (maybe empty) when columns and
+  // clustering_columns were left out, each column's TColumn.col_stats by name.
+  103: optional map<string, TColumnStats> column_stats
 }
 
 struct TDatabase {

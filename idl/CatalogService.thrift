@@ -12,7 +12,8 @@
 
 include "CatalogObjects.thrift"
 
-const i32 PROTOCOL_VERSION = 1
+// 2: table headers leave out the columns their HMS table gives (TTable.column_stats).
+const i32 PROTOCOL_VERSION = 2
 
 // Outcome of a request (after seed 003's RequestStatus).
 enum TStatusCode {

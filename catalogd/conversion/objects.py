@@ -18,7 +18,7 @@ from typing import Any
 
 import idl
 from catalogd.conversion.partitions import PartitionConverter
-from catalogd.conversion.storage import columns, sorted_maps, storage_descriptor, table_stats
+from catalogd.conversion.storage import sorted_maps, storage_descriptor, table_stats
 from catalogd.core.placeholders import stable_id
 from subscriber.protocol import codec
 from subscriber.protocol.hms_partition import NULL_PARTITION_VALUE
@@ -27,6 +27,7 @@ from subscriber.protocol.keys import (
     function_key,
     table_key,
 )
+from subscriber.protocol.table_columns import columns
 
 co = idl.catalog_objects
 T = co.TCatalogObjectType

@@ -1,20 +1,18 @@
-"""HMS storage descriptors, columns and counts as Impala values (pure).
+"""HMS storage descriptors and counts as Impala values (pure).
 
 What a table and its partitions share when they become catalog objects
 (:mod:`.objects`, :mod:`.partitions`): the Impala file format and storage
-descriptor of an HMS ``StorageDescriptor``, ``TColumn`` s of HMS fields, the
-basic statistics in parameters, and HMS maps put in key order so the same
-metadata always encodes to the same bytes.
+descriptor of an HMS ``StorageDescriptor``, the basic statistics in parameters,
+and HMS maps put in key order so the same metadata always encodes to the same
+bytes. (A table's ``TColumn`` s: :mod:`subscriber.protocol.table_columns`.)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import idl
-from subscriber.protocol.hive_types import column_type
 
 co = idl.catalog_objects
 
@@ -93,18 +91,6 @@ def storage_descriptor(table: object, sd: object | None) -> object:
         fileFormat=file_format(table, sd),
         blockSize=0,
     )
-
-
-def columns(fields: Iterable[Any] | None, start: int = 0) -> list[Any]:
-    return [
-        co.TColumn(
-            columnName=f.name.lower(),  # type: ignore[attr-defined]
-            columnType=column_type(f.type),  # type: ignore[attr-defined]
-            comment=getattr(f, "comment", None),
-            position=start + i,
-        )
-        for i, f in enumerate(fields or ())
-    ]
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]{1,19}")

@@ -131,6 +131,9 @@ def answer(
     """
     rid = request.request_id
     if request.hello is not None:
+        spoken = request.hello.protocol_version
+        if spoken is not None and spoken < svc.PROTOCOL_VERSION:
+            return Outcome(response=status(svc.TStatusCode.ERROR, too_old(spoken), rid))
         return Outcome(
             response=svc.TResponse(
                 request_id=rid,
@@ -285,6 +288,15 @@ def _follows(databases: list[str] | None, shown: int = 8) -> str:
     names = sorted(databases)
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(n[:64] for n in names[:shown]) + more
+
+
+def too_old(spoken: int) -> str:
+    """Why a hello in an older protocol is refused: that subscriber would misread what
+    this catalogd sends (protocol 2 leaves derivable table columns off the wire)."""
+    return (
+        f"this catalogd speaks protocol {svc.PROTOCOL_VERSION}, the subscriber {spoken}: "
+        "upgrade the subscriber to catalogd's release"
+    )
 
 
 def ok() -> Any:

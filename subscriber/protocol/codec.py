@@ -17,7 +17,8 @@ Format
 
 * **encode_object / decode_object**: ``encode``/``decode`` of a
   ``TCatalogObject``; the result travels as ``TCatalogEntry.object``, so caches
-  can keep blobs and decode on demand.
+  can keep blobs and decode on demand. A table's columns that its HMS table
+  gives are left out and derived again (:mod:`subscriber.protocol.table_columns`).
 
 Invariants
 ----------
@@ -50,6 +51,7 @@ tables, filled idempotently on first use.
 
 from __future__ import annotations
 
+import copy
 import io
 import zlib
 from typing import Any, TypeVar
@@ -58,6 +60,7 @@ from thriftpy2.protocol import TCyBinaryProtocolFactory
 from thriftpy2.transport import TCyBufferedTransport, TCyMemoryBuffer
 
 import idl
+from subscriber.protocol import table_columns
 from subscriber.protocol.errors import InvalidRequestError, ProtocolError
 from subscriber.protocol.validator import (
     EXPANSION,
@@ -203,15 +206,27 @@ def encode_object(obj: Any, *, check: bool = True) -> bytes:
     """
     if not isinstance(obj, _CATALOG_OBJECT):
         raise InvalidRequestError(f"expected TCatalogObject, got {type(obj).__name__}")
+    if obj.table is not None:
+        wire = table_columns.wire_form(obj.table)
+        if wire is not None:
+            obj = copy.copy(obj)
+            obj.table = wire
     return encode(obj, check=check)
 
 
 def decode_object(data: bytes, *, max_decoded_size: int = MAX_DECODED_SIZE) -> Any:
     """Decode a ``TCatalogEntry.object`` blob into a ``TCatalogObject``.
 
-    :raises ProtocolError: as :func:`decode`.
+    :raises ProtocolError: as :func:`decode`, or a table's left-out columns cannot be
+        derived again.
     """
-    return decode(_CATALOG_OBJECT, data, max_decoded_size=max_decoded_size)
+    obj = decode(_CATALOG_OBJECT, data, max_decoded_size=max_decoded_size)
+    if obj.table is not None and obj.table.column_stats is not None:
+        try:
+            table_columns.restore(obj.table)
+        except InvalidRequestError as exc:
+            raise ProtocolError(f"undecodable TCatalogObject: {exc}") from None
+    return obj
 
 
 def prepare_objects() -> int:

@@ -77,6 +77,18 @@ def test_hello_is_answered_with_a_welcome() -> None:
     assert welcome.hms_uri is None  # the state names no HMS: the field stays unset
 
 
+def test_a_hello_in_an_older_protocol_is_refused_with_the_reason() -> None:
+    catalog = populated()
+    for spoken in (1, svc.PROTOCOL_VERSION - 1):
+        older = svc.THello(client_id="c", protocol_version=spoken)
+        out = answer(svc.TRequest(request_id=3, hello=older), catalog)
+        assert out.join is None and sent(out).welcome is None
+        assert sent(out).status.code == svc.TStatusCode.ERROR
+        assert "upgrade the subscriber" in sent(out).status.message
+    current = svc.THello(client_id="c", protocol_version=svc.PROTOCOL_VERSION)
+    assert sent(answer(svc.TRequest(request_id=4, hello=current), catalog)).welcome is not None
+
+
 def hello(databases: list[str] | None, state: requests.ServerState, catalog: Catalog) -> Any:
     request = svc.TRequest(request_id=1, hello=svc.THello(client_id="c", databases=databases))
     return sent(answer(request, catalog, state)).welcome
