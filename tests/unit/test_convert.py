@@ -94,6 +94,17 @@ def test_bad_hive_types_are_clear_errors(text: str) -> None:
         column_type(text)
 
 
+def test_long_runs_of_spaces_in_a_type_cost_linear_time() -> None:
+    """HMS takes any type whose first word is a type: "int", 100,000 spaces and "x" took
+    the old tokenizer minutes (a lazy match with a look-ahead: quadratic); now a few ms."""
+    spaces = " " * 100_000
+    with pytest.raises(InvalidRequestError, match="Hive type"):
+        column_type(f"int{spaces}x")
+    assert type_name(column_type(f"array<int{spaces}>")) == "array<int>"
+    with pytest.raises(InvalidRequestError, match="unknown Hive type"):
+        column_type(f"double{spaces}precision")  # as before: only "double precision"
+
+
 def _sd(location: str, input_format: str, serde: str = "x") -> object:
     return hms.StorageDescriptor(
         cols=[hms.FieldSchema(name="ID", type="bigint"), hms.FieldSchema(name="v", type="string")],
