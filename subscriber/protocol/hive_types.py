@@ -38,13 +38,23 @@ _NAMES = {v: k for k, v in reversed(list(_SCALARS.items()))}
 _TOKEN = re.compile(r"\s*([A-Za-z_]\w*(?:\s+[A-Za-z_]\w*)*|[<>(),:]|\d+|`[^`]*`)", re.ASCII)
 
 
+def _shown(text: str, limit: int = 100) -> str:
+    """``text`` quoted for an error message, cut to ``limit`` characters (a type string is
+    anyone's text, and the message travels in a table's load status)."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
 def _tokens(text: str) -> list[str]:
     tokens = []
     pos = 0
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if match is None or match.end() == pos:
-            raise InvalidRequestError(f"cannot parse Hive type {text!r} at {text[pos:]!r}")
+            raise InvalidRequestError(
+                f"cannot parse Hive type {_shown(text)} at {_shown(text[pos:])}"
+            )
         tokens.append(
             match.group(1).strip().lower() if not match.group(1).startswith("`") else match.group(1)
         )
@@ -64,25 +74,25 @@ def column_type(hive_type: str) -> object:
     nodes: list[object] = []
     pos = _parse(tokens, 0, nodes, hive_type)
     if pos != len(tokens):
-        raise InvalidRequestError(f"trailing text in Hive type {hive_type!r}")
+        raise InvalidRequestError(f"trailing text in Hive type {_shown(hive_type)}")
     return types.TColumnType(types=nodes)
 
 
 def _expect(tokens: list[str], pos: int, token: str, text: str) -> int:
     if pos >= len(tokens) or tokens[pos] != token:
-        raise InvalidRequestError(f"expected {token!r} in Hive type {text!r}")
+        raise InvalidRequestError(f"expected {token!r} in Hive type {_shown(text)}")
     return pos + 1
 
 
 def _number(tokens: list[str], pos: int, text: str) -> tuple[int, int]:
     if pos >= len(tokens) or not tokens[pos].isdigit():
-        raise InvalidRequestError(f"expected a number in Hive type {text!r}")
+        raise InvalidRequestError(f"expected a number in Hive type {_shown(text)}")
     return int(tokens[pos]), pos + 1
 
 
 def _parse(tokens: list[str], pos: int, nodes: list[object], text: str) -> int:
     if pos >= len(tokens):
-        raise InvalidRequestError(f"incomplete Hive type {text!r}")
+        raise InvalidRequestError(f"incomplete Hive type {_shown(text)}")
     name = tokens[pos]
     pos += 1
     if name == "array":
@@ -103,7 +113,7 @@ def _parse(tokens: list[str], pos: int, nodes: list[object], text: str) -> int:
         pos = _expect(tokens, pos, "<", text)
         while True:
             if pos >= len(tokens):
-                raise InvalidRequestError(f"incomplete Hive type {text!r}")
+                raise InvalidRequestError(f"incomplete Hive type {_shown(text)}")
             field_name = tokens[pos].strip("`")
             pos = _expect(tokens, pos + 1, ":", text)
             node.struct_fields.append(types.TStructField(name=field_name))
@@ -126,7 +136,7 @@ def _parse(tokens: list[str], pos: int, nodes: list[object], text: str) -> int:
         scalar.len, pos = _number(tokens, pos, text)
         pos = _expect(tokens, pos, ")", text)
     elif scalar.type is None:
-        raise InvalidRequestError(f"unknown Hive type {name!r} in {text!r}")
+        raise InvalidRequestError(f"unknown Hive type {_shown(name)} in {_shown(text)}")
     nodes.append(types.TTypeNode(type=types.TTypeNodeType.SCALAR, scalar_type=scalar))
     return pos
 
