@@ -39,17 +39,22 @@ def columns(fields: Iterable[Any] | None, start: int = 0) -> list[Any]:
     """``TColumn`` s of HMS ``FieldSchema`` s, positions from ``start``.
 
     Raises:
-        InvalidRequestError: a type string that is not a Hive type.
+        InvalidRequestError: a field without a name or type, or a type string that is
+            not a Hive type.
     """
-    return [
-        _TColumn(
-            columnName=f.name.lower(),
-            columnType=_shared_type(f.type),
-            comment=getattr(f, "comment", None),
-            position=start + i,
+    made = []
+    for i, f in enumerate(fields or ()):
+        if not isinstance(f.name, str) or not isinstance(f.type, str):
+            raise InvalidRequestError(f"a column without a name or a type: {f.name!r:.100}")
+        made.append(
+            _TColumn(
+                columnName=f.name.lower(),
+                columnType=_shared_type(f.type),
+                comment=getattr(f, "comment", None),
+                position=start + i,
+            )
         )
-        for i, f in enumerate(fields or ())
-    ]
+    return made
 
 
 def _derived(meta: Any) -> tuple[list[Any], list[Any]]:

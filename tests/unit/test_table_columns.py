@@ -106,6 +106,13 @@ def test_underivable_left_out_columns_are_a_protocol_error(bad: str) -> None:
     wire.table.metastore_table.sd.cols[0].type = bad
     with pytest.raises(ProtocolError, match="undecodable TCatalogObject"):
         codec.decode_object(codec.encode(wire))
+    wire.table.metastore_table.sd.cols[0].type = None
+    with pytest.raises(ProtocolError, match="without a name or a type"):
+        codec.decode_object(codec.encode(wire))
+    wire.table.metastore_table.sd.cols[0].type = "int"
+    wire.table.metastore_table.partitionKeys = [hms.FieldSchema(type="int")]
+    with pytest.raises(ProtocolError, match="without a name or a type"):
+        codec.decode_object(codec.encode(wire))
     wire.table.metastore_table = None
     with pytest.raises(ProtocolError, match="column_stats without a metastore_table"):
         codec.decode_object(codec.encode(wire))
