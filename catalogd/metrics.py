@@ -33,6 +33,7 @@ _MIRRORED = {
     "snapshots": ("snapshot_requests", "Snapshot requests served"),
     "catch_ups": ("catch_ups", "Catch-up requests served from the delta log"),
     "catch_ups_refused": ("catch_ups_refused", "Catch-ups the delta log no longer reached"),
+    "hellos_refused": ("hellos_refused", "Hellos of subscribers in an older protocol"),
     "garbage": ("garbage_messages", "Malformed messages dropped"),
     "load_requests": ("load_requests", "Priority table load requests"),
 }
@@ -47,6 +48,7 @@ class ServerStatsLike(Protocol):
     snapshots: int
     catch_ups: int
     catch_ups_refused: int
+    hellos_refused: int
     garbage: int
     load_requests: int
     subscribers: dict[str, tuple[int, float]]

@@ -112,6 +112,7 @@ def status_detail(
         "garbage_messages": stats.garbage,
         "refused": {
             "reports": stats.reports_refused,
+            "hellos_of_older_subscribers": stats.hellos_refused,
             "loads_of_unknown_tables": stats.load_requests_unknown,
             "busy": stats.busy,
             "snapshots_replaced": stats.snapshot_jobs_replaced,

@@ -81,6 +81,8 @@ class ServerStats:
     snapshots: int = 0
     catch_ups: int = 0
     catch_ups_refused: int = 0
+    hellos_refused: int = 0
+    """Hellos in an older protocol (an old subscriber release), answered with the reason."""
     garbage: int = 0
     load_requests: int = 0
     load_requests_unknown: int = 0

@@ -66,6 +66,7 @@ Counter = Literal[
     "snapshots",
     "catch_ups",
     "catch_ups_refused",
+    "hellos_refused",
     "load_requests",
     "load_requests_unknown",
     "fetches",
@@ -133,7 +134,8 @@ def answer(
     if request.hello is not None:
         spoken = request.hello.protocol_version
         if spoken is not None and spoken < svc.PROTOCOL_VERSION:
-            return Outcome(response=status(svc.TStatusCode.ERROR, too_old(spoken), rid))
+            refused = status(svc.TStatusCode.ERROR, too_old(spoken), rid)
+            return Outcome(response=refused, counter="hellos_refused")
         return Outcome(
             response=svc.TResponse(
                 request_id=rid,

@@ -83,6 +83,7 @@ def test_a_hello_in_an_older_protocol_is_refused_with_the_reason() -> None:
         older = svc.THello(client_id="c", protocol_version=spoken)
         out = answer(svc.TRequest(request_id=3, hello=older), catalog)
         assert out.join is None and sent(out).welcome is None
+        assert out.counter == "hellos_refused"
         assert sent(out).status.code == svc.TStatusCode.ERROR
         assert "upgrade the subscriber" in sent(out).status.message
     current = svc.THello(client_id="c", protocol_version=svc.PROTOCOL_VERSION)
