@@ -44,6 +44,7 @@ from typing import Any
 import idl
 from subscriber.protocol import codec
 from subscriber.protocol.delta import INVALIDATED, Delta, Entry, make_entry
+from subscriber.protocol.delta_scan import scan_delta
 from subscriber.protocol.errors import ProtocolError
 from subscriber.protocol.keys import GLOBAL, PARTITION_PREFIX, database_of, split_partition_key
 from subscriber.protocol.messages import (
@@ -314,6 +315,9 @@ def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbe
     """
     kind = topic[:1]
     if kind in (TOPIC_DELTA, TOPIC_INVALIDATION):
+        scanned = scan_delta(body, topic[1:-1].decode(errors="replace"))
+        if scanned is not None:  # catalogd's layout, read directly (delta_scan.py)
+            return scanned
         t = codec.unpack(svc.TDelta, body)
         _require(t, "service_id", "from_version", "to_version")
         database = t.database if t.database is not None else topic[1:-1].decode(errors="replace")

@@ -1,0 +1,128 @@
+"""Published delta parts read straight from their bytes: the per-change path (pure).
+
+Pure functions (bytes in, values out), safe from any thread.
+
+Every change catalogd commits reaches every subscriber as a ``TDelta`` part, most
+often of one entry, and the subscriber's cost per change is what all of them pay
+together (``bench/propagation.py``). The general way to read one
+(:func:`subscriber.protocol.codec.unpack`: the validator's walk, thriftpy2 building a
+``TDelta`` and its ``TCatalogEntry`` structs, the entries copied into core
+:class:`~subscriber.protocol.delta.Entry` values) touches a lot of code for a few
+fields, and at one change every few milliseconds it runs cold. :func:`scan_delta`
+reads the layout catalogd writes (:func:`subscriber.protocol.wire.encode_delta`)
+directly::
+
+    0b 0001 len service_id | 0a 0002 from | 0a 0003 to | 0f 0004 0c count
+    count x TCatalogEntry  = 0b 0001 len key | 0a 0002 version
+                             | (0b 0003 len object | 00)  or  (02 0004 01 | 00)
+    [0b 0005 len database] [0d 0006 0b 08 size, size x (len name, i32 count)] 00
+
+Contract (as :func:`subscriber.protocol.packed.scan_chunk`): it returns a part only
+for an uncompressed frame in exactly that layout, no longer than :data:`MAX_SCANNED`,
+whose strings are UTF-8 and whose framing ends exactly at the frame's end; anything
+else (a compressed frame, an invalidation's grouped partitions, a field out of order,
+an unknown field, garbage) gives None, and the caller decodes the frame the general
+way, which reads every valid layout and raises on garbage. The part it returns is the
+one the general way gives for the same bytes (tested on catalogd's frames and on
+every mutation of them).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from subscriber.protocol.codec import FLAG_RAW
+from subscriber.protocol.delta import Entry, make_entry
+from subscriber.protocol.messages import DeltaPart
+
+__all__ = ["MAX_SCANNED", "scan_delta"]
+
+MAX_SCANNED = 64 * 1024
+"""Longer frames (big deltas, compressed anyway past 2 KiB) go the general way."""
+
+_SERVICE_HEADER = b"\x0b\x00\x01"
+_HEAD = struct.Struct(">i")
+_VERSIONS = struct.Struct(">3sq3sq4si")  # from, to (i64), the entries list's header, count
+_FROM_HEADER, _TO_HEADER, _ENTRIES_HEADER = b"\x0a\x00\x02", b"\x0a\x00\x03", b"\x0f\x00\x04\x0c"
+_KEY = struct.Struct(">3si")  # TCatalogEntry field 1 (string): header, length
+_VERSION = struct.Struct(">3sq3s")  # field 2 (i64), then the next field's header
+_KEY_HEADER, _VERSION_HEADER = b"\x0b\x00\x01", b"\x0a\x00\x02"
+_OBJECT_HEADER, _REMOVED = b"\x0b\x00\x03", b"\x02\x00\x04"  # field 3 (binary), 4 (bool)
+_DATABASE_HEADER = b"\x0b\x00\x05"
+_COUNTS_HEADER = b"\x0d\x00\x06\x0b\x08"  # field 6: map<string, i32>
+_COUNT = struct.Struct(">i")
+
+
+def scan_delta(frame: bytes, topic_database: str) -> DeltaPart | None:
+    """The part in ``frame`` (a PUB body), when it is uncompressed and in the layout
+    above; None otherwise. ``topic_database``: the database its topic names (the
+    part's own when it carries none, as in the general way)."""
+    if not frame or len(frame) > MAX_SCANNED or frame[0] != FLAG_RAW:
+        return None
+    try:
+        return _scan(frame, topic_database)
+    except (struct.error, UnicodeDecodeError, IndexError, ValueError):
+        return None
+
+
+def _scan(frame: bytes, topic_database: str) -> DeltaPart | None:
+    end = len(frame)
+    header, length = _KEY.unpack_from(frame, 1)
+    if header != _SERVICE_HEADER or length < 0:
+        return None
+    at = 8 + length
+    service_id = frame[8:at].decode()
+    h_from, from_version, h_to, to_version, h_list, count = _VERSIONS.unpack_from(frame, at)
+    if h_from != _FROM_HEADER or h_to != _TO_HEADER or h_list != _ENTRIES_HEADER or count < 0:
+        return None
+    at += _VERSIONS.size
+    entries: list[Entry] = []
+    for _ in range(count):
+        header, length = _KEY.unpack_from(frame, at)
+        if header != _KEY_HEADER or length < 0:
+            return None
+        at += _KEY.size
+        key = frame[at : at + length].decode()
+        at += length
+        header, version, field = _VERSION.unpack_from(frame, at)
+        if header != _VERSION_HEADER:
+            return None
+        at += _VERSION.size
+        if field == _OBJECT_HEADER:
+            (length,) = _HEAD.unpack_from(frame, at)
+            start = at + 4
+            at = start + length
+            if length < 0 or at >= end or frame[at] != 0:
+                return None
+            entries.append(make_entry(key, version, frame[start:at]))
+            at += 1
+        elif field == _REMOVED and frame[at : at + 2] == b"\x01\x00":
+            entries.append(make_entry(key, version, None))
+            at += 2
+        else:
+            return None
+    database = topic_database
+    if frame[at : at + 3] == _DATABASE_HEADER:
+        (length,) = _HEAD.unpack_from(frame, at + 3)
+        if length < 0:
+            return None
+        at += 7 + length
+        database = frame[at - length : at].decode()
+    counts: dict[str, int] | None = None
+    if frame[at : at + 5] == _COUNTS_HEADER:
+        (size,) = _HEAD.unpack_from(frame, at + 5)
+        if size < 0:
+            return None
+        at += 9
+        counts = {}
+        for _ in range(size):
+            (length,) = _HEAD.unpack_from(frame, at)
+            if length < 0:
+                return None
+            at += 4 + length
+            name = frame[at - length : at].decode()
+            (counts[name],) = _COUNT.unpack_from(frame, at)
+            at += 4
+    if at != end - 1 or frame[at] != 0:
+        return None
+    return DeltaPart(service_id, from_version, to_version, database, tuple(entries), counts)
