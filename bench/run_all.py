@@ -56,6 +56,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "sync": ("sync_bench.py", [], ["--tables", "100", "--dts", "10", "--regions", "10"]),
     "wire": ("wire_bench.py", [], ["--dts", "100", "--regions", "100"]),
     "codec": ("codec_bench.py", [], ["--n", "20000", "--repeat", "1"]),
+    "change": ("change_bench.py", [], ["--sizes", "10,10000,100000"]),
     "freshness": ("freshness_bench.py", [], [*QUICK_HMS, "--poll-tables", "100", "--rounds", "3"]),
     "state": ("state_bench.py", [], []),
     "hms_endpoint": ("hms_endpoint_bench.py", [], [

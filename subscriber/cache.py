@@ -13,7 +13,10 @@ Invariants:
 * Copy-on-write is proportional to the change, not the catalog: partitions
   live in per-table sets of :data:`~subscriber.partitions.BUCKETS` hash buckets, so
   changing one partition of a 100k-partition table copies one bucket of ~1/64 of it
-  (:mod:`subscriber.partitions`).
+  (:mod:`subscriber.partitions`); the other objects live in one
+  :class:`~subscriber.object_set.ObjectSet` of 256 buckets, and a database's key set
+  is made anew only when a key comes or goes (a table created or dropped), not when
+  one changes.
 * Entries keep the encoded payload; decoding happens on read, in the reader.
 * A snapshot's partitions may arrive packed (:mod:`subscriber.protocol.packed`): a
   table's partitions then stay in the compressed frames they came in
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from operator import attrgetter
 
+from subscriber.object_set import ObjectSet
 from subscriber.partitions import BUCKETS, PackedPartitions, Partitions, PartitionSet
 from subscriber.protocol.delta import Delta, Entry, VersionGapError
 from subscriber.protocol.keys import PARTITION_PREFIX, database_of, split_partition_key
@@ -55,8 +59,9 @@ class CacheView:
 
     service_id: str = ""
     version: int = 0
-    objects: Mapping[str, Entry] = field(default_factory=dict)
-    """Every non-partition key -> entry."""
+    objects: Mapping[str, Entry] = field(default_factory=ObjectSet)
+    """Every non-partition key -> entry (an :class:`~subscriber.object_set.ObjectSet`
+    in a view the cache made: a delta copies what it changes, not every object)."""
     by_database: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """Database -> its non-partition keys (``""`` holds global objects)."""
     partitions: Mapping[str, Partitions] = field(default_factory=dict)
@@ -111,9 +116,8 @@ def _with_changes(
     entries: Iterable[Entry],
     events: list[ChangeEvent] | None,
 ) -> CacheView:
-    objects: dict[str, Entry] | None = None
-    db_changes: dict[str, set[str]] = {}
-    db_removals: dict[str, set[str]] = {}
+    before = ObjectSet.of(view.objects)
+    updates: dict[str, Entry | None] = {}  # non-partition key -> entry (None: removed)
     part_changes: dict[str, dict[str, Entry | None]] = {}
     previous: Entry | None = None
     for entry in entries:
@@ -125,18 +129,9 @@ def _with_changes(
                 previous = old.get(name) if old is not None else None
             part_changes.setdefault(table, {})[name] = entry  # a tombstone removes
         else:
-            if objects is None:
-                objects = dict(view.objects)
-            previous = objects.get(key)
-            db = database_of(key)
-            if entry.removed:
-                objects.pop(key, None)
-                db_removals.setdefault(db, set()).add(key)
-                db_changes.get(db, set()).discard(key)
-            else:
-                objects[key] = entry
-                db_changes.setdefault(db, set()).add(key)
-                db_removals.get(db, set()).discard(key)
+            if events is not None:
+                previous = updates[key] if key in updates else before.get(key)
+            updates[key] = None if entry.removed else entry
         if events is not None:
             if entry.removed:
                 if previous is not None:
@@ -144,14 +139,17 @@ def _with_changes(
             else:
                 kind = ChangeKind.ADDED if previous is None else ChangeKind.UPDATED
                 events.append(ChangeEvent(kind, key, entry.version))
-
+    objects, came, went = before.changed(updates)
     by_database = view.by_database
-    if db_changes or db_removals:
+    if came or went:  # a database's key set changes when a key comes or goes, not on updates
+        added: dict[str, set[str]] = {}
+        gone: dict[str, set[str]] = {}
+        for moved, into in ((came, added), (went, gone)):
+            for key in moved:
+                into.setdefault(database_of(key), set()).add(key)
         by_database = dict(by_database)
-        for db in set(db_changes) | set(db_removals):
-            keys = (by_database.get(db, frozenset()) | db_changes.get(db, set())) - db_removals.get(
-                db, set()
-            )
+        for db in added.keys() | gone.keys():
+            keys = (by_database.get(db, frozenset()) | added.get(db, set())) - gone.get(db, set())
             if keys:
                 by_database[db] = frozenset(keys)
             else:
@@ -159,8 +157,8 @@ def _with_changes(
     partitions = view.partitions
     if part_changes:
         partitions = dict(partitions)
-        for table, updates in part_changes.items():
-            new = partitions.get(table, PartitionSet()).changed(updates)
+        for table, part_updates in part_changes.items():
+            new = partitions.get(table, PartitionSet()).changed(part_updates)
             if isinstance(new, PartitionSet) and not new.size:
                 partitions.pop(table, None)
             else:  # a packed table's size is known once a read unpacks it
@@ -168,7 +166,7 @@ def _with_changes(
     return CacheView(
         view.service_id,
         version,
-        objects if objects is not None else view.objects,
+        objects,
         by_database,
         partitions,
     )
