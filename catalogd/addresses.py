@@ -69,8 +69,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def next_port_endpoint(bind: str) -> str:
-    """``tcp://h:26500`` -> ``tcp://h:26501``; an endpoint without a fixed port -> ``tcp://h:*``."""
+    """``tcp://h:26500`` -> ``tcp://h:26501``; an endpoint without a fixed port (``*``,
+    0, none) -> ``tcp://h:*``."""
     head, _, port = bind.rpartition(":")
-    if not port.isdigit():
+    if not port.isdigit() or int(port) == 0:
         return f"{head}:*"
     return f"{head}:{int(port) + 1}"

@@ -22,7 +22,8 @@ class ServerConfig:
     """Where and how the server listens.
 
     ``bind`` is the one address clients are given (ROUTER). ``pub_bind`` defaults
-    to the same host on the next port; ``"tcp://HOST:*"`` picks a free port.
+    to the same host on the next port (on a free port when ``bind``'s is ``*``);
+    ``"tcp://HOST:*"`` picks a free port.
     ``advertise_host`` is the host put into the PUB endpoint clients are told
     (default: the host they connected to).
     """

@@ -78,7 +78,9 @@ def bind(context: zmq.Context, config: ServerConfig) -> Bound:
         curve.apply(pub, config.curve)
         router.bind(config.bind)
         endpoint = router.getsockopt(zmq.LAST_ENDPOINT).decode()
-        pub.bind(config.pub_bind or next_port_endpoint(endpoint))
+        # From the configured address, not the bound one: a ROUTER on a free port (``*``)
+        # gets a PUB on a free port too, never "its port + 1", which may be taken.
+        pub.bind(config.pub_bind or next_port_endpoint(config.bind))
         pub_endpoint = pub.getsockopt(zmq.LAST_ENDPOINT).decode()
     except zmq.ZMQError:
         router.close(linger=0)

@@ -287,3 +287,22 @@ def test_the_embedded_hms_has_a_stable_default_port() -> None:
 
     config, _ = load_config(None, {}, {})
     assert config.hms.embedded_port == DEFAULT_EMBEDDED_HMS_PORT == 26503
+
+
+@pytest.mark.parametrize(
+    ("bind", "pub"),
+    [
+        ("tcp://127.0.0.1:26500", "tcp://127.0.0.1:26501"),
+        ("tcp://*:26500", "tcp://*:26501"),
+        ("tcp://127.0.0.1:*", "tcp://127.0.0.1:*"),
+        ("tcp://127.0.0.1:0", "tcp://127.0.0.1:*"),
+    ],
+)
+def test_the_publisher_takes_the_next_port_or_a_free_one_like_the_router(
+    bind: str, pub: str
+) -> None:
+    """A ROUTER on a free port gets its PUB on a free port too: "the port it got + 1"
+    may be taken (sync_bench failed to bind so, with other processes running)."""
+    from catalogd.addresses import next_port_endpoint
+
+    assert next_port_endpoint(bind) == pub
