@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -19,7 +20,7 @@ from polling import wait_until
 from catalogd.addresses import free_port
 from catalogd.server.thread import CatalogServer, ServerConfig
 from subscriber.api import CatalogSubscriber
-from subscriber.protocol.errors import InvalidRequestError
+from subscriber.protocol.errors import InvalidRequestError, UnavailableError
 from subscriber.protocol.keys import database_of
 
 pytestmark = pytest.mark.timeout(120)
@@ -145,9 +146,21 @@ def test_a_restarted_catalogd_empties_the_cache_and_reads_follow_it() -> None:
         config = ServerConfig(
             bind=f"tcp://127.0.0.1:{port}", pub_bind="tcp://127.0.0.1:*", heartbeat_interval_s=0.1
         )
-        srv = CatalogServer(config)
-        srv.commit({"DATABASE:a": b"a", "TABLE:a.t": payload}).result(10)
-        return srv.start()
+        deadline = time.monotonic() + 20
+        while True:
+            srv = CatalogServer(config)
+            srv.commit({"DATABASE:a": b"a", "TABLE:a.t": payload}).result(10)
+            try:
+                return srv.start()
+            except UnavailableError:
+                # The first server's port is freed asynchronously by libzmq's I/O
+                # thread (as catalogd.server.sockets.rebind knows): seen as "Address
+                # already in use" in 2 of 12 runs beside the suite. Retry, as a
+                # restart under systemd does.
+                srv.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     first = start(b"old")
     with CatalogSubscriber(f"tcp://127.0.0.1:{port}", mode="on-demand") as sub:
