@@ -41,7 +41,7 @@ MAX_SCANNED = 64 * 1024
 """Longer frames (big deltas, compressed anyway past 2 KiB) go the general way."""
 
 _SERVICE_HEADER = b"\x0b\x00\x01"
-_HEAD = struct.Struct(">i")
+_I32 = struct.Struct(">i")  # a length, a count
 _VERSIONS = struct.Struct(">3sq3sq4si")  # from, to (i64), the entries list's header, count
 _FROM_HEADER, _TO_HEADER, _ENTRIES_HEADER = b"\x0a\x00\x02", b"\x0a\x00\x03", b"\x0f\x00\x04\x0c"
 _KEY = struct.Struct(">3si")  # TCatalogEntry field 1 (string): header, length
@@ -50,7 +50,6 @@ _KEY_HEADER, _VERSION_HEADER = b"\x0b\x00\x01", b"\x0a\x00\x02"
 _OBJECT_HEADER, _REMOVED = b"\x0b\x00\x03", b"\x02\x00\x04"  # field 3 (binary), 4 (bool)
 _DATABASE_HEADER = b"\x0b\x00\x05"
 _COUNTS_HEADER = b"\x0d\x00\x06\x0b\x08"  # field 6: map<string, i32>
-_COUNT = struct.Struct(">i")
 
 
 def scan_delta(frame: bytes, topic_database: str) -> DeltaPart | None:
@@ -89,7 +88,7 @@ def _scan(frame: bytes, topic_database: str) -> DeltaPart | None:
             return None
         at += _VERSION.size
         if field == _OBJECT_HEADER:
-            (length,) = _HEAD.unpack_from(frame, at)
+            (length,) = _I32.unpack_from(frame, at)
             start = at + 4
             at = start + length
             if length < 0 or at >= end or frame[at] != 0:
@@ -103,25 +102,25 @@ def _scan(frame: bytes, topic_database: str) -> DeltaPart | None:
             return None
     database = topic_database
     if frame[at : at + 3] == _DATABASE_HEADER:
-        (length,) = _HEAD.unpack_from(frame, at + 3)
+        (length,) = _I32.unpack_from(frame, at + 3)
         if length < 0:
             return None
         at += 7 + length
         database = frame[at - length : at].decode()
     counts: dict[str, int] | None = None
     if frame[at : at + 5] == _COUNTS_HEADER:
-        (size,) = _HEAD.unpack_from(frame, at + 5)
+        (size,) = _I32.unpack_from(frame, at + 5)
         if size < 0:
             return None
         at += 9
         counts = {}
         for _ in range(size):
-            (length,) = _HEAD.unpack_from(frame, at)
+            (length,) = _I32.unpack_from(frame, at)
             if length < 0:
                 return None
             at += 4 + length
             name = frame[at - length : at].decode()
-            (counts[name],) = _COUNT.unpack_from(frame, at)
+            (counts[name],) = _I32.unpack_from(frame, at)
             at += 4
     if at != end - 1 or frame[at] != 0:
         return None
