@@ -22,7 +22,7 @@ from subscriber.protocol.delta import Entry
 __all__ = ["BUCKETS", "ObjectSet"]
 
 BUCKETS = 256
-_MASK = BUCKETS - 1
+_MASK = BUCKETS - 1  # get() writes it as a literal: a read of a table pays one lookup less
 _NONE: dict[str, Entry] = {}  # every empty bucket: never changed (changed() copies first)
 
 
@@ -43,7 +43,7 @@ class ObjectSet(Mapping[str, Entry]):
         return _EMPTY.changed(dict(objects))[0]
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._buckets[hash(key) & _MASK].get(key, default)
+        return self._buckets[hash(key) & 255].get(key, default)  # 255: _MASK, no global
 
     def __getitem__(self, key: str) -> Entry:
         return self._buckets[hash(key) & _MASK][key]
