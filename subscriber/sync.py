@@ -51,10 +51,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import Enum
 from operator import attrgetter
 
-from subscriber.cache import CatalogCache, ChangeEvent
+from subscriber.cache import CatalogCache
 from subscriber.phases import Event, Phase, next_phase
 from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.keys import GLOBAL
@@ -67,46 +66,11 @@ from subscriber.protocol.messages import (
     SnapshotEnd,
     Welcome,
 )
+from subscriber.steps import Action, ActionKind, Report, Step
+
+__all__ = ["Action", "ActionKind", "Phase", "Report", "Step", "SyncMachine"]
 
 Runs = Iterable[PackedRun]
-
-# -- outputs ---------------------------------------------------------------------
-
-
-class ActionKind(Enum):
-    REQUEST_SNAPSHOT = "request-snapshot"
-    REQUEST_CATCH_UP = "request-catch-up"
-    RECONNECT = "reconnect"
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    kind: ActionKind
-    from_version: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Report:
-    """Tell catalogd that this subscriber holds ``version`` of ``service_id``."""
-
-    service_id: str
-    version: int
-
-
-@dataclass(slots=True)
-class Step:
-    """What one input produced: actions for the transport, events for listeners."""
-
-    actions: list[Action] = field(default_factory=list)
-    events: list[ChangeEvent] = field(default_factory=list)
-    dropped: int = 0
-    """Messages ignored as stale, duplicate or foreign (counted by the transport)."""
-    garbage: int = 0
-    """Snapshot answers out of order, undecodable or truncated (counted by the transport)."""
-    installed: bool = False
-    """A complete snapshot replaced the cache."""
-    report: Report | None = None
-    """Due now: the applied version to report to catalogd."""
 
 
 @dataclass(slots=True)
@@ -276,6 +240,19 @@ class SyncMachine:
     def on_tick(self, now: float) -> Step:
         return self._report_if_due(self._tick(now), now)
 
+    def next_tick(self, now: float) -> float:
+        """Seconds from ``now`` until :meth:`on_tick` may act (0: it may now): the
+        silence, request and report deadlines. Until then a tick returns an empty
+        step, so an idle transport sleeps until the earliest of them."""
+        due = []
+        if self._last_heard is not None:
+            due.append(self._last_heard + self._stale_after * self._interval)
+        if self._requested_at is not None:
+            due.append(self._requested_at + self._request_timeout)
+        if self.synced:
+            due.append(now if self._report_asked() else self._reported_at + self._report_interval)
+        return max(0.0, min(due, default=now + 3600.0) - now)
+
     # -- internals ------------------------------------------------------------------
 
     def _part(self, part: DeltaPart, now: float) -> Step:
@@ -405,12 +382,15 @@ class SyncMachine:
 
     def _report_if_due(self, step: Step, now: float) -> Step:
         """While synced: every ``report_interval_s``; a new version at once when asked."""
-        version = self.cache.view.version
-        asked = version != self._reported and self._reported < self._report_until
-        if self.synced and (asked or now - self._reported_at >= self._report_interval):
-            self._reported, self._reported_at = version, now
-            step.report = Report(self.cache.view.service_id, version)
+        due = self._report_asked() or now - self._reported_at >= self._report_interval
+        if self.synced and due:
+            self._reported, self._reported_at = self.cache.view.version, now
+            step.report = Report(self.cache.view.service_id, self._reported)
         return step
+
+    def _report_asked(self) -> bool:
+        """A heartbeat asked for each new version until it has this one: one is unsent."""
+        return self.cache.view.version != self._reported and self._reported < self._report_until
 
     def _catch_up(self, step: Step, now: float) -> Step:
         self._enter(Event.CATCH_UP_NEEDED)

@@ -106,6 +106,7 @@ class SubscriberTransport:
         self._bell = Doorbell()  # rung by send_request: the thread sends at once
         self._thread = threading.Thread(target=self._run, name="catalogd-subscriber", daemon=True)
         self._rid = 0
+        self._database_list = None if config.databases is None else list(config.databases)
         self._snapshot_rid: int | None = None
         self._catch_up_rid: int | None = None
         self._dealer: zmq.Socket | None = None
@@ -122,6 +123,7 @@ class SubscriberTransport:
 
     def close(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._bell.ring()  # the thread may sleep up to a second in its poll
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         if not self._thread.is_alive():
@@ -282,12 +284,14 @@ class SubscriberTransport:
         poller.register(bell := self._bell.fileno(), zmq.POLLIN)
         last_hello = time.monotonic()
         while not self._stop.is_set():
-            if self.machine.phase is Phase.JOINING and time.monotonic() - last_hello > 0.1:
+            joining = self.machine.phase is Phase.JOINING
+            if joining and time.monotonic() - last_hello > 0.1:
                 # catalogd heartbeats when our subscription arrives; one that predates
                 # that answers each hello with a heartbeat soon: either proves it live.
                 self._send(self._hello())
                 last_hello = time.monotonic()
-            ready = dict(poller.poll(int(self.config.tick_s * 1000)))
+            wait = self.config.tick_s if joining else self.machine.next_tick(time.monotonic())
+            ready = dict(poller.poll(int(max(self.config.tick_s, min(wait, 1.0)) * 1000)))
             if self._monitor in ready:
                 self._check_handshake()
             # Bounded batches, then look at the rest. The poll said a message is there;
@@ -399,7 +403,7 @@ class SubscriberTransport:
                         request_id=self._catch_up_rid,
                         catch_up=svc.TCatchUpRequest(
                             from_version=action.from_version,
-                            databases=self._databases(),
+                            databases=self._database_list,
                             invalidations=self.config.on_demand or None,
                         ),
                     )
@@ -418,7 +422,7 @@ class SubscriberTransport:
             svc.TRequest(
                 request_id=self._snapshot_rid,
                 snapshot=svc.TSnapshotRequest(
-                    databases=self._databases(), empty=self.config.on_demand or None
+                    databases=self._database_list, empty=self.config.on_demand or None
                 ),
             )
         )
@@ -440,9 +444,6 @@ class SubscriberTransport:
         # A full pipe: the request times out in the machine and is sent again.
         with contextlib.suppress(zmq.Again):
             self._dealer.send(codec.pack(request), zmq.NOBLOCK)
-
-    def _databases(self) -> list[str] | None:
-        return list(self.config.databases) if self.config.databases is not None else None
 
     def _next_rid(self) -> int:
         self._rid += 1
