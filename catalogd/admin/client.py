@@ -82,7 +82,22 @@ class AdminClient:
         try:
             curve.apply(sock, self.keys)
             sock.connect(self.endpoint)
-            sock.send(codec.pack(request))
+            # A REQ send blocks while it has no connection to queue on, and a refused
+            # handshake drops each one: bounded (a keyless call hung > 60 s in a suite run).
+            sock.setsockopt(zmq.SNDTIMEO, int(min(self.timeout_s, CONNECT_TIMEOUT_S) * 1000))
+            try:
+                sock.send(codec.pack(request))
+            except zmq.Again:
+                while monitor.poll(0):
+                    failure = curve.handshake_failure(
+                        recv_monitor_message(monitor), self.endpoint, with_keys=bool(self.keys)
+                    )
+                    if failure is not None:
+                        raise failure from None
+                raise UnavailableError(
+                    f"no connection to {self.endpoint} took the request within "
+                    f"{min(self.timeout_s, CONNECT_TIMEOUT_S):g}s. {_WHERE}"
+                ) from None
             poller = zmq.Poller()
             poller.register(sock, zmq.POLLIN)
             poller.register(monitor, zmq.POLLIN)
