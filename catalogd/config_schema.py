@@ -85,6 +85,7 @@ class DetectorConfig:
     poll_interval_s: float = 5.0
     poll_max_calls_per_s: float = 100.0
     privileges_poll_interval_s: float = 60.0
+    table_order_max_tables: int = 1000  # 0: do not learn HMS's row order of tables
 
 
 @dataclass(frozen=True)
@@ -349,6 +350,8 @@ KEYS: tuple[Key, ...] = (
         "--poll-max-calls-per-s"),
     Key("detector.privileges_poll_interval_s", float, _positive, _SECONDS,
         "--privileges-poll-interval", live=True),
+    Key("detector.table_order_max_tables", int, _count(0, 100_000),
+        "an integer from 0 to 100000", "--table-order-max-tables"),
     Key("files.tables", tuple, _names, "database or db.table names", "--file-metadata"),
     Key("files.max_listings_per_interval", int, _count(1, 10_000_000),
         "an integer from 1 to 10000000", "--file-listings-per-interval"),

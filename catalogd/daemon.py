@@ -14,7 +14,8 @@ worker processes (before any thread) → security → metrics → (embedded) HMS
 state store (and HA lease) → server, operations, table loader → detection
 baseline → names of every database and table, committed before any socket is
 bound (so the first snapshot is never empty) → sockets and background table
-loads → admin endpoint → change detection → ``READY=1``.
+loads → admin endpoint → change detection → web page → ``READY=1`` → learning
+HMS's row order of tables (:mod:`catalogd.freshness.order_learner`; an active node).
 
 With ``ha.enabled`` (:mod:`catalogd.ha.node`) a standby does all of that except
 binding the subscriber sockets, sends ``READY=1`` once loaded, and waits for the
@@ -116,7 +117,10 @@ def _serve(
         daemon.start_detection()
         daemon.start_web()
         signals.interrupting = False  # started: from here a stop is graceful
-        daemon.announce(daemon.take_over_if_standby())
+        version = daemon.take_over_if_standby()
+        daemon.announce(version)
+        if version >= 0:
+            daemon.start_learning()
         supervise(daemon.supervised(reload_config))
         daemon.stop_accepting()
     log.info("stopped")

@@ -25,6 +25,7 @@ from catalogd.core import cache_pools as caching
 from catalogd.files.metadata import FileMetadata
 from catalogd.freshness.detector import ChangeDetector
 from catalogd.freshness.files import FileWatcher
+from catalogd.freshness.order_learner import TableOrderLearner
 from catalogd.freshness.sql_detection import SqlPoller
 from catalogd.ha import node as ha_node
 from catalogd.ha.keeper import LeaseKeeper
@@ -277,6 +278,22 @@ class Startup:
                 max_listings=config.files.max_listings_per_interval,
             ).start()
             self.stack.callback(files.close)
+
+    def start_learning(self) -> None:
+        """HMS's row order of each database's tables, learnt for every endpoint (an
+        active catalogd with a Thrift HMS: :mod:`catalogd.freshness.order_learner`)."""
+        config = self.config
+        max_tables = config.detector.table_order_max_tables
+        if self.hms_thrift is None or not max_tables:
+            return
+        uri = self.hms_thrift
+
+        def client() -> InstrumentedClient:
+            timeout_s, retries = config.hms.timeout_s, config.hms.retries
+            return InstrumentedClient(uri, self.metrics, timeout_s=timeout_s, retries=retries)
+
+        learner = TableOrderLearner(self.ops, client, max_tables=max_tables).start()
+        self.stack.callback(learner.close)
 
     def start_web(self) -> None:
         """The web status page (``--web-bind``), before a standby waits: a standby's

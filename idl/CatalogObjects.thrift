@@ -361,10 +361,22 @@ struct TTable {
   103: optional map<string, TColumnStats> column_stats
 }
 
+// catalogd extension: one table of a database at the catalog version it had.
+struct TVersionedName {
+  1: required string name
+  2: required i64 catalog_version
+}
+
 struct TDatabase {
   // Lower case.
   1: required string db_name
   2: optional hive_metastore.Database metastore_db
+  // catalogd extension: HMS's row order of this database's tables and views, as
+  // get_table_objects_by_name of all of them answered it (HMS runs that query
+  // with no ORDER BY: the order is its backing database's). Valid only while
+  // every table named has the catalog version given and the database holds no
+  // other table; an HMS endpoint checks that, else it does not use it.
+  100: optional list<TVersionedName> table_order
 }
 
 struct TPrincipal {

@@ -17,4 +17,7 @@ Modules:
 - :mod:`~catalogd.freshness.files`: watching table files for changes.
 - :mod:`~catalogd.freshness.budget`: ``CallBudget``, at most N HMS calls per
   second (clock and sleep passed in). No thread.
+- :mod:`~catalogd.freshness.order_learner`: ``TableOrderLearner``, the
+  ``catalogd-orders`` thread: HMS's row order of each changed database's tables,
+  learnt and published for HMS endpoints (the rules: :mod:`catalogd.core.table_orders`).
 """

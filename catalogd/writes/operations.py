@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from catalogd.conversion import objects as convert
 from catalogd.conversion.grants import grant_holders, load_privileges, owners_of
 from catalogd.core import cache_pools as caching
-from catalogd.core import plans
+from catalogd.core import plans, table_orders
 from catalogd.core.catalog import Catalog
 from catalogd.files.metadata import FileMetadata
 from catalogd.loading.workers import LoadWorkers
@@ -206,7 +206,7 @@ class Operations:
             )
             for name, payload, tables in listed:
                 changes.update(plans.database_names(catalog, name, payload, tables, reset=reset))
-            return changes
+            return table_orders.keep_order(catalog, changes)
 
         return self._committer.commit(plan, touches=touched)
 
@@ -231,6 +231,26 @@ class Operations:
         removed and NotFoundError raised."""
         version = self.load_names(db)
         return max(version, self.load_functions(db))
+
+    def order_candidates(
+        self, since: int, seen: dict[str, int], max_tables: int = table_orders.MAX_TABLES
+    ) -> table_orders.Scan:
+        """The databases changed after ``since`` whose tables could be ordered
+        (:func:`catalogd.core.table_orders.candidates`)."""
+        return self._read(lambda c: table_orders.candidates(c, since, seen, max_tables))
+
+    def publish_table_order(self, db: str, names: list[str], tables: dict[str, int]) -> bool:
+        """Publish ``names``, HMS's order of ``db``'s ``tables`` (name -> version when
+        HMS was asked); False when one of them changed meanwhile (nothing published)."""
+        planned: list[int] = []
+
+        def plan(catalog: Catalog) -> plans.Changes:
+            changes = table_orders.plan(catalog, db, names, tables)
+            planned.append(len(changes))
+            return dict(changes)
+
+        self._committer.commit(plan)
+        return bool(planned and planned[0])
 
     def publish_pools(self, pools: Sequence[Any]) -> int:
         """Make the catalog's HDFS_CACHE_POOL objects exactly ``pools``."""
