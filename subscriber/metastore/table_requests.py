@@ -8,7 +8,8 @@ source (``HMSHandler.getTableObjectsInternal``, ``ObjectStore.getTableObjectsByN
 test_hms_endpoint_requests.py``):
 
 * Names (``tblNames``) select with a JDO query, rows in the backing database's order
-  (learnt: :mod:`~subscriber.metastore.orders`). Without a projection each row is the
+  (published by catalogd for all of a database's tables, ``TDatabase.table_order``,
+  else learnt: :mod:`~subscriber.metastore.orders`). Without a projection each row is the
   whole ``Table``, and an insert-only transactional table makes HMS check that the
   client's ``capabilities`` name ``INSERT_ONLY_TABLES`` (else an error: forwarded);
   HMS checks nothing else of them (unless run as a test, ``hive.in.test``). Spark's
@@ -47,6 +48,7 @@ from subscriber.metastore.shapes import Forward
 from subscriber.protocol import codec
 from subscriber.protocol.binary import LIST, STRUCT
 from subscriber.protocol.delta import Entry
+from subscriber.protocol.keys import database_key
 
 __all__ = ["MAX_PATTERN", "PROJECTED_FIELDS", "TableRequests", "partial_table", "table_pattern"]
 
@@ -185,10 +187,21 @@ class TableRequests:
                 data = lookups.table_bytes(entry, table)
             found[name.lower()] = (entry.version, data)
         # The query differs with a pattern or a projection, and so may the row order.
-        scope = ("tables", db.lower()) if pattern is None and fields is None else (
-            "tables", db.lower(), pattern, fields
-        )  # fmt: skip
+        if pattern is None and fields is None:
+            published = _published_order(lookups, view, db)
+            whole = ("tables", db.lower())
+            return lookups.orders.arrange(whole, found, orders.table_names, published)
+        scope = ("tables", db.lower(), pattern, fields)
         return lookups.orders.arrange(scope, found, orders.table_names)
+
+
+def _published_order(lookups: Lookups, view: CacheView, db: str) -> list[tuple[str, int]] | None:
+    """HMS's order of all of ``db``'s tables as catalogd learnt it: (name, version) rows
+    (``TDatabase.table_order``; None when it carries none)."""
+    entry = view.get(database_key(db))
+    database = lookups.decode(entry).db if entry is not None else None
+    rows = database.table_order if database is not None else None
+    return None if rows is None else [(r.name, r.catalog_version) for r in rows]
 
 
 def _insert_only(capabilities: Any) -> bool:

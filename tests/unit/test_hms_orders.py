@@ -115,3 +115,48 @@ def test_function_rows_are_named_by_database_and_stored_name() -> None:
         success=hms.GetTablesResult(tables=[hms.Table(tableName="T")])
     )
     assert orders.table_names(request_style) == ["t"]
+
+
+# -- the order catalogd published (TDatabase.table_order) ------------------------------
+
+_PUBLISHED = [("c", 7), ("a", 5), ("b", 6)]
+
+
+def test_a_published_order_of_exactly_these_rows_serves_the_first_call() -> None:
+    memo = RowOrders()
+    rows = _rows(a=5, b=6, c=7)
+    assert memo.arrange(("tables", "d"), rows, orders.table_names, _PUBLISHED) == [
+        "<c>",
+        "<a>",
+        "<b>",
+    ]
+    assert memo.published == 1
+    assert memo.learnt == 0
+
+
+@pytest.mark.parametrize(
+    "published",
+    [
+        [("c", 7), ("a", 5), ("b", 99)],  # a table changed since catalogd learnt it
+        [("c", 7), ("a", 5)],  # a table created since
+        [("c", 7), ("a", 5), ("b", 6), ("z", 1)],  # a table dropped since
+        [("c", 7), ("a", 5), ("a", 5)],  # not a set of the rows (b missing)
+        [("C", 7), ("a", 5), ("b", 6)],  # not the cache's lower-case names
+        [],
+    ],
+)
+def test_a_published_order_of_other_rows_or_versions_is_not_used(
+    published: list[tuple[str, int]],
+) -> None:
+    memo = RowOrders()
+    with pytest.raises(Forward):
+        memo.arrange(("tables", "d"), _rows(a=5, b=6, c=7), orders.table_names, published)
+    assert memo.published == 0
+
+
+def test_an_order_learnt_here_still_serves_when_the_published_one_is_stale() -> None:
+    memo = RowOrders()
+    rows = _rows(a=5, b=6, c=7)
+    _learn(memo, rows, _tables_reply("b", "c", "a"))
+    stale = [("a", 1), ("b", 2), ("c", 3)]
+    assert memo.arrange(("tables", "d"), rows, orders.table_names, stale) == ["<b>", "<c>", "<a>"]
