@@ -1,8 +1,10 @@
 """HMS's row order of a database's tables, carried in its DATABASE object (pure).
 
 HMS answers ``get_table_objects_by_name`` with a query that has no ``ORDER BY``:
-two or more tables come back in its backing database's row order (creation order on
-a fresh Derby; on PostgreSQL an updated row moves), which the catalog cannot derive.
+two or more tables come back in its backing database's plan's order, which the
+catalog cannot derive (measured: by name for a few tables on Derby and PostgreSQL;
+for 405 tables on PostgreSQL neither by name nor by creation, HMS 2.3 cutting the
+names into batches of 300 in a ``HashSet``'s order).
 An HMS endpoint that has not seen that order must forward the call. So catalogd
 learns it once for every endpoint: it asks HMS for *all* of a database's tables
 (what PyIceberg's ``list_tables`` and Spark's ``listTables`` ask) and publishes the
