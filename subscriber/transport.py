@@ -280,9 +280,8 @@ class SubscriberTransport:
         poller = zmq.Poller()
         poller.register(dealer, zmq.POLLIN)
         poller.register(sub, zmq.POLLIN)
-        poller.register(self._monitor, zmq.POLLIN)
         poller.register(bell := self._bell.fileno(), zmq.POLLIN)
-        last_hello = time.monotonic()
+        last_hello = last_monitor = time.monotonic()
         while not self._stop.is_set():
             joining = self.machine.phase is Phase.JOINING
             if joining and time.monotonic() - last_hello > 0.1:
@@ -292,8 +291,9 @@ class SubscriberTransport:
                 last_hello = time.monotonic()
             wait = self.config.tick_s if joining else self.machine.next_tick(time.monotonic())
             ready = dict(poller.poll(int(max(self.config.tick_s, min(wait, 1.0)) * 1000)))
-            if self._monitor in ready:
-                self._check_handshake()
+            if (now := time.monotonic()) - last_monitor >= self.config.tick_s:  # not polled:
+                self._check_handshake()  # a polled socket costs every poll 2 more syscalls
+                last_monitor = now
             # Bounded batches, then look at the rest. The poll said a message is there;
             # EVENTS (an int: IntFlag arithmetic costs more) says when the batch is done.
             for _ in range(1000 if sub in ready else 0):
