@@ -67,12 +67,16 @@ def open_keeper(config: Config, store: StateStore, wake: threading.Event) -> Lea
     def on_change(old: RoleState, new: RoleState) -> None:
         wake.set()
         if new.role is Role.FENCED and not keeper.releasing.is_set():
+            if new.lease.holder == me.holder:  # the last row seen is still ours
+                why = "not renewed before its local deadline: this process was paused or "
+                why += f"too slow, or the state store; last seen held by this one, {me.holder}"
+            else:
+                why = f"now held by {new.lease.holder or 'nobody'} at epoch {new.lease.epoch}"
             log.critical(
-                "HA: lost the lease (epoch %s; now held by %s at epoch %d): exiting "
-                "without publishing anything more (exit code %d)",
+                "HA: lost the lease (epoch %s; %s): exiting without publishing anything "
+                "more (exit code %d)",
                 old.epoch,
-                new.lease.holder or "nobody",
-                new.lease.epoch,
+                why,
                 EXIT_FENCED,
             )
             logging.shutdown()
