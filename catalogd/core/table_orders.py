@@ -106,13 +106,19 @@ def candidates(
             return Scan(catalog.version, found, examined, complete=False)
         spent += len(catalog.head_keys(db))
         examined[db] = changed
-        entry = catalog.get(database_key(db))
-        if entry is None or entry.payload is None:
-            continue
-        tables = fingerprint(catalog, db, max_tables)
-        if tables is not None:
-            found.append(Candidate(db, tables, entry.payload))
+        candidate = candidate_of(catalog, db, max_tables)
+        if candidate is not None:
+            found.append(candidate)
     return Scan(catalog.version, found, examined, complete=True)
+
+
+def candidate_of(catalog: Catalog, db: str, max_tables: int = MAX_TABLES) -> Candidate | None:
+    """``db`` as a :class:`Candidate` now (None: gone, or no order to learn)."""
+    entry = catalog.get(database_key(db))
+    if entry is None or entry.payload is None:
+        return None
+    tables = fingerprint(catalog, db, max_tables)
+    return None if tables is None else Candidate(db, tables, entry.payload)
 
 
 def order_of(payload: bytes) -> list[tuple[str, int]] | None:

@@ -13,6 +13,12 @@ An answer teaches nothing when its rows are not exactly the catalog's tables (th
 catalog is behind HMS: learnt again once it catches up) or when HMS logged an event
 while it was read (read again next cycle).
 
+HMS's order can also change with no change to the tables (its database's plan for
+the query changes with its statistics), so an order is read again once it is
+``reverify_s`` (10 minutes) old, one database per cycle, when the cost bound allows and
+nothing changed is waiting: an order never lags its tables' own changes by more than
+about a cycle, nor HMS's plan by much more than ``reverify_s``.
+
 Cost on HMS: one read of a changed database's tables whole (plus two cheap
 ``get_current_notificationEventId`` calls); after each, the next waits ``cost_factor``
 (10) times as long as it took, so learning keeps at most ~1/10 of one HMS handler busy
@@ -40,6 +46,8 @@ COST_FACTOR = 10.0
 """After an HMS read, the next waits this many times as long as it took."""
 FAILED_WAIT_S = 10.0
 """After HMS failed to answer, it is asked again no sooner than this."""
+REVERIFY_S = 600.0
+"""An order learnt this long ago is read again (HMS's plan may have changed)."""
 
 
 @dataclass
@@ -49,11 +57,13 @@ class LearnerStats:
     cycles: int = 0
     hms_calls: int = 0
     learnt: int = 0
-    """Orders committed."""
+    """Orders published (or, read again, found unchanged)."""
     behind: int = 0
     """Answers whose tables were not the catalog's (the catalog was behind HMS)."""
     raced: int = 0
     """Answers read while HMS logged an event, or committed after a table changed."""
+    reverified: int = 0
+    """Orders read again because they were old (HMS's plan may have changed)."""
     errors: int = 0
 
 
@@ -67,6 +77,7 @@ class TableOrderLearner:
         interval_s: seconds between cycles.
         max_tables: databases with more tables and views are not learnt.
         cost_factor: after an HMS read, the next waits this many times as long.
+        reverify_s: an order learnt this long ago is read again.
     """
 
     def __init__(
@@ -77,6 +88,7 @@ class TableOrderLearner:
         interval_s: float = 1.0,
         max_tables: int = table_orders.MAX_TABLES,
         cost_factor: float = COST_FACTOR,
+        reverify_s: float = REVERIFY_S,
     ) -> None:
         self._ops = ops
         self._factory = client_factory
@@ -87,6 +99,8 @@ class TableOrderLearner:
         self._seen: dict[str, int] = {}  # database -> its newest change already looked at
         self._cost_factor = cost_factor
         self._next_read = 0.0  # monotonic time before which HMS is not read again
+        self._reverify_s = reverify_s
+        self._learnt_at: dict[str, float] = {}  # database -> when its order was last read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.stats = LearnerStats()
@@ -135,6 +149,22 @@ class TableOrderLearner:
                 self._seen[candidate.db] = scan.examined[candidate.db]
         if not again:
             self._since = scan.version
+            self._reverify()
+
+    def _reverify(self) -> None:
+        """Read the oldest order again once it is ``reverify_s`` old."""
+        now = time.monotonic()
+        if not self._learnt_at or now < self._next_read:
+            return
+        db, at = min(self._learnt_at.items(), key=lambda item: item[1])
+        if now - at < self._reverify_s:
+            return
+        del self._learnt_at[db]  # gone, or no order to learn: forgotten until it changes
+        candidate = self._ops.order_candidate(db, self._max_tables)
+        if candidate is not None:
+            self.stats.reverified += 1
+            if not self._learn(candidate):
+                self._learnt_at[db] = at  # read again next cycle
 
     def _learn(self, candidate: table_orders.Candidate) -> bool:
         """Ask HMS and commit; False when it should be asked again."""
@@ -163,4 +193,5 @@ class TableOrderLearner:
             self.stats.raced += 1
             return False
         self.stats.learnt += 1
+        self._learnt_at[db] = time.monotonic()
         return True

@@ -239,6 +239,12 @@ class Operations:
         (:func:`catalogd.core.table_orders.candidates`)."""
         return self._read(lambda c: table_orders.candidates(c, since, seen, max_tables))
 
+    def order_candidate(
+        self, db: str, max_tables: int = table_orders.MAX_TABLES
+    ) -> table_orders.Candidate | None:
+        """``db``'s tables and object now, if they could be ordered."""
+        return self._read(lambda c: table_orders.candidate_of(c, db, max_tables))
+
     def publish_table_order(self, db: str, names: list[str], tables: dict[str, int]) -> bool:
         """Publish ``names``, HMS's order of ``db``'s ``tables`` (name -> version when
         HMS was asked); False when one of them changed meanwhile (nothing published)."""

@@ -130,3 +130,20 @@ def test_the_cost_bound_spaces_hms_reads(ops: Operations) -> None:
     learner._next_read = 0.0  # noqa: SLF001 (time passed)
     learner.run_once()
     assert client.reads == 2
+
+
+def test_an_old_order_is_read_again_for_a_changed_plan(ops: Operations) -> None:
+    """HMS's order can change with no change to the tables (its database's plan)."""
+    client = StandIn(["c", "a", "b"])
+    learner = TableOrderLearner(ops, lambda: client, cost_factor=0, reverify_s=0)  # type: ignore[arg-type,return-value]
+    learner.run_once()
+    assert _published(ops) == ["c", "a", "b"]
+    client.order = ["b", "c", "a"]  # nothing in the catalog changed
+    learner.run_once()
+    assert _published(ops) == ["b", "c", "a"] and learner.stats.reverified >= 1
+    slow = TableOrderLearner(ops, lambda: client, cost_factor=0)  # type: ignore[arg-type,return-value]
+    slow.run_once()
+    reads = client.reads
+    client.order = ["a", "b", "c"]
+    slow.run_once()  # learnt a moment ago: not read again for 10 minutes
+    assert client.reads == reads and slow.stats.reverified == 0
