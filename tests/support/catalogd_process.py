@@ -39,6 +39,7 @@ class CatalogdProcess:
     ) -> None:
         self.hms_uri = hms_uri
         self.data_dir = data_dir
+        self._own_port = port is None  # chosen here: another free one on a bind race
         self.port = port or free_port()
         self.endpoint = f"tcp://127.0.0.1:{self.port}"
         self.admin_port = free_port()
@@ -54,7 +55,29 @@ class CatalogdProcess:
         self._offset = 0
 
     def start(self, timeout: float = 60.0, *, standby: bool = False) -> CatalogdProcess:
-        """Start and wait until it serves (``standby``: until it is a loaded HA standby)."""
+        """Start and wait until it serves (``standby``: until it is a loaded HA standby).
+
+        A port chosen here (``free_port``) may be taken by another process before
+        catalogd binds it (seen beside other work: the web port, bound after the
+        embedded HMS's ~10 s start); then it starts again on new ports, twice at most.
+        """
+        for attempt in range(3):
+            try:
+                return self._start(timeout, standby)
+            except AssertionError as exc:
+                if attempt == 2 or "already in use" not in str(exc) or self.proc is None:
+                    raise
+                if self.proc.poll() is None:
+                    raise
+            if self._own_port:
+                self.port = free_port()
+                self.endpoint = f"tcp://127.0.0.1:{self.port}"
+            self.admin_port, self.web_port = free_port(), free_port()
+            self.admin_endpoint = f"tcp://127.0.0.1:{self.admin_port}"
+            self.web_url = f"http://127.0.0.1:{self.web_port}"
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float, standby: bool) -> CatalogdProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._offset = offset
