@@ -2,9 +2,11 @@
 
 Some HMS reads return several rows in whatever order its backing database reads
 them: HMS 2.3's ``get_table_objects_by_name``, ``get_all_functions`` and the
-partial-spec partition calls run a query with no ``ORDER BY`` (creation order on a
-fresh Derby; on PostgreSQL an updated row moves). The catalog does not carry that
-order and cannot derive it. So the first such call is forwarded, and
+partial-spec partition calls run a query with no ``ORDER BY`` (the plan's order:
+partitions in creation order on a fresh Derby; tables by name there, but for hundreds
+of tables on PostgreSQL neither by name nor by creation). The catalog cannot derive
+it. For all of a database's tables catalogd publishes it (``published`` below).
+Otherwise the first such call is forwarded, and
 :class:`RowOrders` remembers the order of the rows in HMS's answer, keyed by the
 exact cached state it answers for: the name *and catalog version* of every row. The
 next call over the same rows is answered from the cache in that order; any change to
@@ -14,9 +16,10 @@ cache is behind HMS, or a ``max_parts`` cut it short) teaches nothing.
 
 What it assumes: HMS's order for a set of rows changes only when one of those rows
 changes (an insert, update or delete of them, which catalogd publishes). A backing
-database reorganised in place (``VACUUM FULL``, ``CLUSTER``, Derby's compress)
-would reorder rows without a catalog change; the endpoint would then answer the
-order from before until one of the rows changes.
+database reorganised in place (``VACUUM FULL``, ``CLUSTER``, Derby's compress), or a
+new plan for the query, would reorder rows without a catalog change; an order learnt
+here would then be answered until one of the rows changes (catalogd reads the orders
+it publishes again every 10 minutes).
 """
 
 from __future__ import annotations
