@@ -11,7 +11,9 @@ the set asked, not on the order of the list) and commits the order of the answer
 
 An answer teaches nothing when its rows are not exactly the catalog's tables (the
 catalog is behind HMS: learnt again once it catches up) or when HMS logged an event
-while it was read (read again next cycle).
+on that database while it was read (read again next cycle; events on other databases,
+which a busy HMS logs all the time, do not count: at most :data:`MAX_EVENTS` of them
+are read to tell).
 
 HMS's order can also change with no change to the tables (its database's plan for
 the query changes with its statistics), so an order is read again once it is
@@ -46,6 +48,8 @@ COST_FACTOR = 10.0
 """After an HMS read, the next waits this many times as long as it took."""
 FAILED_WAIT_S = 10.0
 """After HMS failed to answer, it is asked again no sooner than this."""
+MAX_EVENTS = 100
+"""More events than this logged during one read: assume one was on the database."""
 REVERIFY_S = 600.0
 """An order learnt this long ago is read again (HMS's plan may have changed)."""
 
@@ -61,7 +65,8 @@ class LearnerStats:
     behind: int = 0
     """Answers whose tables were not the catalog's (the catalog was behind HMS)."""
     raced: int = 0
-    """Answers read while HMS logged an event, or committed after a table changed."""
+    """Answers read while HMS logged an event on the database, or committed after a
+    table changed."""
     reverified: int = 0
     """Orders read again because they were old (HMS's plan may have changed)."""
     errors: int = 0
@@ -179,7 +184,8 @@ class TableOrderLearner:
             tables = client.get_table_objects_by_name(db, sorted(candidate.tables))
         except NotFoundError:  # dropped meanwhile: its removal is a change of its own
             return True
-        moved = client.get_current_notification_event_id() != event
+        last = client.get_current_notification_event_id()
+        moved = last != event and self._touched(client, db, event, last)
         took = time.monotonic() - started
         self._next_read = started + self._cost_factor * took
         names = [(t.tableName or "").lower() for t in tables]
@@ -195,3 +201,11 @@ class TableOrderLearner:
         self.stats.learnt += 1
         self._learnt_at[db] = time.monotonic()
         return True
+
+    def _touched(self, client: MetastoreClient, db: str, first: int, last: int) -> bool:
+        """Whether HMS logged an event on ``db`` after id ``first`` up to ``last``."""
+        self.stats.hms_calls += 1
+        if not 0 < last - first <= MAX_EVENTS:
+            return True
+        events = client.get_next_notification(first, last - first)
+        return any((e.dbName or "").lower() == db for e in events)
