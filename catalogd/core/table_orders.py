@@ -39,9 +39,10 @@ Fingerprint = dict[str, int]
 """Table or view name (lower case) -> its catalog version."""
 
 
-BUDGET = 50_000
+BUDGET = 20_000
 """Catalog keys looked at per :func:`candidates` call at most (the server thread's
-time: ~10 ms); databases beyond it are looked at in the next call."""
+time: measured ~21 ms for 22,000 keys, 1,000 databases of 20 tables); databases
+beyond it are looked at in the next call."""
 
 
 class Candidate(NamedTuple):

@@ -206,7 +206,9 @@ class Operations:
             )
             for name, payload, tables in listed:
                 changes.update(plans.database_names(catalog, name, payload, tables, reset=reset))
-            return table_orders.keep_order(catalog, changes)
+            # An invalidate makes every table a placeholder: the order is void anyway,
+            # and keeping it would decode every database object in this one turn.
+            return changes if reset else table_orders.keep_order(catalog, changes)
 
         return self._committer.commit(plan, touches=touched)
 
