@@ -160,10 +160,7 @@ class Startup:
         def source() -> MetastoreSource:
             if config.hms.db_url:
                 return SqlSource(config.hms.db_url)
-            client = InstrumentedClient(
-                self.uri, self.metrics, timeout_s=config.hms.timeout_s, retries=config.hms.retries
-            )
-            return ThriftSource(client)
+            return ThriftSource(self._hms_client())
 
         files = FileMetadata(
             config.files.tables, spark_threshold=config.files.spark_listing_threshold
@@ -282,18 +279,18 @@ class Startup:
     def start_learning(self) -> None:
         """HMS's row order of each database's tables, learnt for every endpoint (an
         active catalogd with a Thrift HMS: :mod:`catalogd.freshness.order_learner`)."""
-        config = self.config
-        max_tables = config.detector.table_order_max_tables
+        max_tables = self.config.detector.table_order_max_tables
         if self.hms_thrift is None or not max_tables:
             return
-        uri = self.hms_thrift
-
-        def client() -> InstrumentedClient:
-            timeout_s, retries = config.hms.timeout_s, config.hms.retries
-            return InstrumentedClient(uri, self.metrics, timeout_s=timeout_s, retries=retries)
-
-        learner = TableOrderLearner(self.ops, client, max_tables=max_tables).start()
+        learner = TableOrderLearner(self.ops, self._hms_client, max_tables=max_tables).start()
         self.stack.callback(learner.close)
+
+    def _hms_client(self) -> InstrumentedClient:
+        """A new Thrift client of the HMS (``self.uri``), its calls timed in the metrics."""
+        hms = self.config.hms
+        return InstrumentedClient(
+            self.uri, self.metrics, timeout_s=hms.timeout_s, retries=hms.retries
+        )
 
     def start_web(self) -> None:
         """The web status page (``--web-bind``), before a standby waits: a standby's
