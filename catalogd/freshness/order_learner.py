@@ -204,8 +204,8 @@ class TableOrderLearner:
 
     def _touched(self, client: MetastoreClient, db: str, first: int, last: int) -> bool:
         """Whether HMS logged an event on ``db`` after id ``first`` up to ``last``."""
-        self.stats.hms_calls += 1
         if not 0 < last - first <= MAX_EVENTS:
             return True
+        self.stats.hms_calls += 1
         events = client.get_next_notification(first, last - first)
         return any((e.dbName or "").lower() == db for e in events)
