@@ -74,6 +74,8 @@ def _scan(frame: bytes, topic_database: str) -> DeltaPart | None:
     h_from, from_version, h_to, to_version, h_list, count = _VERSIONS.unpack_from(frame, at)
     if h_from != _FROM_HEADER or h_to != _TO_HEADER or h_list != _ENTRIES_HEADER or count < 0:
         return None
+    if to_version < from_version:  # refused by the general way
+        return None
     at += _VERSIONS.size
     entries: list[Entry] = []
     for _ in range(count):

@@ -100,15 +100,6 @@ def entry_to_thrift(entry: Entry) -> object:
     return svc.TCatalogEntry(key=entry.key, version=entry.version, object=entry.payload)
 
 
-def entry_from_thrift(t: Any) -> Entry:
-    """A core entry from a decoded ``TCatalogEntry`` (the codec checked its required fields)."""
-    if t.removed:
-        return Entry(t.key, t.version, None)
-    if t.object is None:
-        raise ProtocolError(f"entry {t.key!r} has neither an object nor a removed flag")
-    return Entry(t.key, t.version, t.object)
-
-
 def entries_from_thrift(items: Any) -> tuple[Entry, ...]:
     if not isinstance(items, list):
         raise ProtocolError("entry list missing")
@@ -311,7 +302,8 @@ def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbe
     """Decode one PUB message.
 
     Raises:
-        ProtocolError: unknown topic, undecodable body, or fields missing.
+        ProtocolError: unknown topic, undecodable body, fields missing, or a
+            reversed version range.
     """
     kind = topic[:1]
     if kind in (TOPIC_DELTA, TOPIC_INVALIDATION):
@@ -388,13 +380,13 @@ def delta_to_thrift(service_id: str, delta: Delta) -> object:
 
 def delta_from_thrift(t: object) -> Delta:
     _require(t, "service_id", "from_version", "to_version")
-    try:
-        return Delta(t.from_version, t.to_version, entries_from_thrift(t.entries))  # type: ignore[attr-defined]
-    except ValueError as exc:
-        raise ProtocolError(str(exc)) from exc
+    return Delta(t.from_version, t.to_version, entries_from_thrift(t.entries))  # type: ignore[attr-defined]
 
 
-def _require(t: object, *names: str) -> None:
+def _require(t: Any, *names: str) -> None:
+    """``names`` are set, and a version range (when ``names`` has one) is not reversed."""
     missing = [n for n in names if getattr(t, n, None) is None]
     if missing:
         raise ProtocolError(f"{type(t).__name__} lacks {', '.join(missing)}")
+    if "to_version" in names and t.to_version < t.from_version:
+        raise ProtocolError(f"version range ({t.from_version}, {t.to_version}] is reversed")

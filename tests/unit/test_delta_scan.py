@@ -161,3 +161,14 @@ def test_declared_lengths_and_counts_beyond_the_input_are_refused_at_once() -> N
         assert scan_delta(head + tail, "a") is None
         with pytest.raises(ProtocolError):
             wire.parse_publication(b"da\0", head + tail)
+
+
+def test_a_reversed_version_range_is_refused_both_ways() -> None:
+    """A part or commit whose range runs backwards is garbage, not an exception later."""
+    body = codec.frame(wire.encode_delta(SERVICE, 5, 4, ()), compress_threshold=10**9)
+    assert scan_delta(body, "a") is None
+    with pytest.raises(ProtocolError, match="reversed"):
+        wire.parse_publication(b"da\0", body)
+    commit = svc.TDeltaCommit(service_id="s", from_version=5, to_version=4, counts={})
+    with pytest.raises(ProtocolError, match="reversed"):
+        wire.parse_publication(wire.TOPIC_COMMIT, codec.pack(commit))
