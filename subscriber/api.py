@@ -151,6 +151,7 @@ class CatalogSubscriber(CatalogReads):
         self._machine.cache.emit_events = False  # until someone listens
         self._changed = threading.Condition()
         self._steps = 0  # steps the transport thread took (wait_until's wake-ups)
+        self._waiting = 0  # threads in wait_until's wait (changed under _changed)
         self._decode = reads.ObjectDecoder()
         self._privileges = reads.PrivilegeIndexes(self._decode)
         self._state = Lifecycle.LATENT
@@ -291,8 +292,10 @@ class CatalogSubscriber(CatalogReads):
                         f"timed out after {timeout:g}s waiting for {what} "
                         f"(cached version {self.version})"
                     )
+                self._waiting += 1  # before _steps is read: see _after_step
                 if self._steps == seen:  # nothing changed since it was checked
                     self._changed.wait(remaining)
+                self._waiting -= 1
 
     # -- listeners -------------------------------------------------------------------------
 
@@ -349,6 +352,7 @@ class CatalogSubscriber(CatalogReads):
                     listener(event)
                 except Exception:  # noqa: BLE001 - a listener never kills the thread
                     log.exception("catalog listener %r failed on %s", listener, event)
-        with self._changed:
-            self._steps += 1
-            self._changed.notify_all()
+        self._steps += 1  # written by this thread only (close() joins it first)
+        if self._waiting:  # a waiter counts itself under the lock before it reads _steps
+            with self._changed:
+                self._changed.notify_all()

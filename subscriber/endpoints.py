@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from subscriber.protocol.errors import InvalidRequestError
 
-__all__ = ["parse_endpoint", "parse_endpoints"]
+__all__ = ["parse_endpoint", "parse_endpoints", "pub_endpoint"]
 
 _ENDPOINT = re.compile(r"(?:tcp://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 
@@ -51,3 +51,14 @@ def parse_endpoints(values: str | Iterable[str]) -> tuple[str, ...]:
     if not found:
         raise InvalidRequestError("give at least one catalogd endpoint (tcp://HOST:PORT)")
     return found
+
+
+def pub_endpoint(advertised: str, endpoint: str) -> str:
+    """Where to connect to the PUB socket a welcome from ``endpoint`` advertised: its
+    address, or with a wildcard host (catalogd bound every interface) ``endpoint``'s."""
+    head, _, port = advertised.rpartition(":")
+    host = head.split("://", 1)[-1]
+    if host in ("0.0.0.0", "*", "[::]", "::"):
+        connect_host = endpoint.split("://", 1)[-1].rpartition(":")[0]
+        return f"tcp://{connect_host}:{port}"
+    return advertised

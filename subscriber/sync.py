@@ -74,11 +74,6 @@ Runs = Iterable[PackedRun]
 
 
 @dataclass(slots=True)
-class _Pending:
-    parts: dict[str, DeltaPart] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
 class _Assembly:
     """The snapshot being received: its entries so far and the next chunk's number."""
 
@@ -123,7 +118,7 @@ class SyncMachine:
         self._last_heard: float | None = None
         self._current_since: float | None = None  # when the cache last matched _announced
         self._requested_at: float | None = None
-        self._pending: dict[tuple[str, int, int], _Pending] = {}
+        self._pending: dict[tuple[str, int, int], dict[str, DeltaPart]] = {}  # parts by database
         self._buffer: list[tuple[str, Delta]] = []  # (service id, delta) while not synced
         self._assembly: _Assembly | None = None  # the snapshot asked for, while it arrives
         self._offer: Welcome | None = None  # a welcome carrying a snapshot, while joining
@@ -256,6 +251,8 @@ class SyncMachine:
     # -- internals ------------------------------------------------------------------
 
     def _part(self, part: DeltaPart, now: float) -> Step:
+        if self._whole_next(part):
+            return self._apply_whole(part, now)
         step = self._heard(part.service_id, now)
         if step.actions or self._foreign(part.service_id):
             step.dropped += 1
@@ -263,9 +260,8 @@ class SyncMachine:
         if not self.wants(part.database):
             step.dropped += 1  # the publisher should not have sent it
             return step
-        key = (part.service_id, part.from_version, part.to_version)
-        pending = self._pending.setdefault(key, _Pending())
-        pending.parts[part.database] = part
+        parts = self._pending.setdefault((part.service_id, part.from_version, part.to_version), {})
+        parts[part.database] = part
         if part.counts is not None and self.databases is None:
             # The last part commits inline (a filtered subscriber waits for the
             # separate commit, which counts only what it follows).
@@ -275,6 +271,32 @@ class SyncMachine:
             committed.installed |= step.installed  # the welcome's snapshot, just now
             committed.events[:0] = step.events
             return committed
+        return step
+
+    def _whole_next(self, part: DeltaPart) -> bool:
+        """The common case: a whole one-database delta (commit inline) that follows the
+        cache, nothing pending. :meth:`_apply_whole` does what the general path does."""
+        counts = part.counts
+        return (
+            counts is not None
+            and self.phase is Phase.SYNCED
+            and self.databases is None
+            and not self._pending
+            and part.service_id == self._service_id
+            and part.from_version == self.cache.view.version < part.to_version
+            and len(counts) == 1
+            and counts.get(part.database) == len(part.entries) > 0
+        )
+
+    def _apply_whole(self, part: DeltaPart, now: float) -> Step:
+        self._last_heard = now
+        self._announced = max(self._announced, part.to_version)
+        entries = part.entries
+        if len(entries) > 1:
+            entries = tuple(sorted(entries, key=attrgetter("version")))
+        step = Step(events=self.cache.apply(Delta(part.from_version, part.to_version, entries)))
+        if self.cache.view.version >= self._announced:
+            self._current_since = now
         return step
 
     def _commit(self, commit: Commit, now: float) -> Step:
@@ -288,23 +310,19 @@ class SyncMachine:
             self._pending.pop((commit.service_id, commit.from_version, commit.to_version), None)
             step.dropped += 1
             return step
-        pending = self._pending.pop(
-            (commit.service_id, commit.from_version, commit.to_version), _Pending()
-        )
+        parts = self._pending.pop((commit.service_id, commit.from_version, commit.to_version), {})
         # Parts of older deltas whose commit was lost can never complete.
         for key in [k for k in self._pending if k[2] <= commit.from_version]:
             del self._pending[key]
         expected = {db: n for db, n in commit.counts.items() if n and self.wants(db)}
-        got = {db: len(p.entries) for db, p in pending.parts.items()}
+        got = {db: len(p.entries) for db, p in parts.items()}
         if got != expected:
             # A part was lost (HWM, reconnect): only a catch-up can fill it.
             self.gaps += 1
             if self.phase is Phase.SYNCED:
                 return self._catch_up(step, now)
             return step
-        entries = sorted(
-            (e for p in pending.parts.values() for e in p.entries), key=attrgetter("version")
-        )
+        entries = sorted((e for p in parts.values() for e in p.entries), key=attrgetter("version"))
         delta = Delta(commit.from_version, commit.to_version, tuple(entries))
         if self.phase is not Phase.SYNCED:
             self._buffer.append((commit.service_id, delta))

@@ -28,7 +28,7 @@ import idl
 from subscriber import curve
 from subscriber.curve import ClientKeys
 from subscriber.doorbell import Doorbell
-from subscriber.endpoints import parse_endpoints
+from subscriber.endpoints import parse_endpoints, pub_endpoint
 from subscriber.protocol import codec, packed, wire
 from subscriber.protocol.errors import AuthenticationError, ProtocolError
 from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, Welcome
@@ -196,7 +196,7 @@ class SubscriberTransport:
                 self.config.databases, on_demand=self.config.on_demand
             ):
                 sub.setsockopt(zmq.SUBSCRIBE, prefix)
-            sub.connect(self._pub_endpoint(welcome.pub_endpoint))
+            sub.connect(pub_endpoint(welcome.pub_endpoint, self.endpoint))
             self._dealer = dealer
             self._handle(self.machine.on_connected(time.monotonic(), welcome))
             if not self.config.on_demand:  # a replica: while catalogd makes its snapshot
@@ -268,14 +268,6 @@ class SubscriberTransport:
                     log.warning("%s", error)
                 self.last_error = error
 
-    def _pub_endpoint(self, advertised: str) -> str:
-        head, _, port = advertised.rpartition(":")
-        host = head.split("://", 1)[-1]
-        if host in ("0.0.0.0", "*", "[::]", "::"):
-            connect_host = self.endpoint.split("://", 1)[-1].rpartition(":")[0]
-            return f"tcp://{connect_host}:{port}"
-        return advertised
-
     def _serve(self, dealer: zmq.Socket, sub: zmq.Socket) -> None:
         poller = zmq.Poller()
         poller.register(dealer, zmq.POLLIN)
@@ -294,13 +286,11 @@ class SubscriberTransport:
             if (now := time.monotonic()) - last_monitor >= self.config.tick_s:  # not polled:
                 self._check_handshake()  # a polled socket costs every poll 2 more syscalls
                 last_monitor = now
-            # Bounded batches, then look at the rest. The poll said a message is there;
-            # EVENTS (an int: IntFlag arithmetic costs more) says when the batch is done.
-            for _ in range(1000 if sub in ready else 0):
-                if self._publication(sub.recv_multipart(zmq.NOBLOCK)):
-                    return
-                if not cast(int, sub.getsockopt(_EVENTS)) & _POLLIN:
-                    break
+            # One publication per poll (which returns at once while more wait): EVENTS
+            # after each change would cost every change. Answers (snapshot chunks) come
+            # in bounded batches; EVENTS (an int: IntFlag costs more) ends a batch.
+            if sub in ready and self._publication(sub):
+                return
             for _ in range(1000 if dealer in ready else 0):
                 response = self._receive(dealer, zmq.NOBLOCK)
                 if response is not None and self._response(response):
@@ -315,12 +305,16 @@ class SubscriberTransport:
             if (tick.actions or tick.report) and self._handle(tick):
                 return
 
-    def _publication(self, frames: list[bytes]) -> bool:
-        if len(frames) != 2:
+    def _publication(self, sub: zmq.Socket) -> bool:
+        """Read and handle one publication; True: reconnect. Its topic frame says whether a
+        body follows (cheaper than RCVMORE); more frames are read as more (garbage) ones."""
+        topic = sub.recv(zmq.NOBLOCK, copy=False)
+        if not topic.more:
             self.stats.garbage += 1
             return False
+        body = sub.recv(zmq.NOBLOCK)
         try:
-            message = wire.parse_publication(frames[0], frames[1])
+            message = wire.parse_publication(topic.bytes, body)
         except ProtocolError:
             self.stats.garbage += 1
             return False

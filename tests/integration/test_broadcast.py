@@ -244,6 +244,8 @@ def test_garbage_sent_to_a_subscriber_is_counted_and_survived() -> None:
             pub.send_multipart([b"dx\0", b"\x00" + os.urandom(300)])
             pub.send_multipart([b"c", b"\x01" + os.urandom(20), b"extra"])
             pub.send_multipart([b"zz", b""])
+            pub.send(b"h")  # a topic without a body
+            pub.send_multipart([b"dx\0", b"\x00", b"\x00" + os.urandom(30)])  # a frame too many
 
     thread = threading.Thread(target=rogue, daemon=True)
     thread.start()
