@@ -251,7 +251,7 @@ class SubscriberTransport:
 
     def _check_handshake(self) -> None:
         """Read the DEALER's monitor: remember a failed handshake, forget it on success."""
-        while self._monitor.poll(0):
+        while cast(int, self._monitor.getsockopt(_EVENTS)) & _POLLIN:  # poll(0) costs more
             try:
                 event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
             except zmq.ZMQError:
@@ -282,6 +282,7 @@ class SubscriberTransport:
                 self._send(self._hello())
                 last_hello = time.monotonic()
             wait = self.config.tick_s if joining else self.machine.next_tick(time.monotonic())
+            due = time.monotonic() + wait  # a tick before then has nothing to do
             ready = dict(poller.poll(int(max(self.config.tick_s, min(wait, 1.0)) * 1000)))
             if (now := time.monotonic()) - last_monitor >= self.config.tick_s:  # not polled:
                 self._check_handshake()  # a polled socket costs every poll 2 more syscalls
@@ -301,7 +302,9 @@ class SubscriberTransport:
                 self._bell.drain()
             while not self._requests.empty():
                 self._send_asked(dealer, *self._requests.get_nowait())
-            tick = self.machine.on_tick(time.monotonic())  # only actions or a report
+            if (now := time.monotonic()) < due:  # messages carried their own reports
+                continue
+            tick = self.machine.on_tick(now)  # only actions or a report
             if (tick.actions or tick.report) and self._handle(tick):
                 return
 
