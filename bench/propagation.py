@@ -3,6 +3,7 @@
 ::
 
     .venv/bin/python bench/propagation.py [--subscribers 1,10,50] [--changes 200] [--rate 10]
+        [--mode replica|on-demand|floor]
 
 catalogd runs in this process (an in-process :class:`CatalogServer` on loopback,
 fed from memory: HMS time is not what this measures). For each N, N subscriber
@@ -275,7 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changes", type=int, default=200, help="changes per N (default 200)")
     parser.add_argument("--rate", type=float, default=10.0, help="changes per second")
     parser.add_argument(
-        "--mode", choices=("replica", "on-demand"), default="replica", help="subscriber mode"
+        "--mode",
+        choices=("replica", "on-demand", "floor"),
+        default="replica",
+        help="subscriber mode; floor: no subscriber, the least any Python one does per "
+        "change (blocking recv, the scan, the cache's apply), for comparison",
     )
     add_output_argument(parser)
     args = parser.parse_args(argv)

@@ -2,7 +2,7 @@
 
 ::
 
-    cd bench && python -m support.subscriber_process fanout ENDPOINT RAW_PUB REPORT INDEX
+    cd bench && python -m support.subscriber_process fanout ENDPOINT RAW_PUB REPORT INDEX [MODE]
     cd bench && python -m support.subscriber_process sync ENDPOINT REPORT TIMEOUT_S
     cd bench && python -m support.subscriber_process ready ENDPOINT REPORT MODE TABLES TIMEOUT_S
 
@@ -17,7 +17,8 @@ one clock for the whole machine, so readings taken in different processes
 compare directly (no round-trip halving needed).
 
 fanout: a raw SUB on ``RAW_PUB`` (the bench's plain pyzmq PUB) plus a
-``CatalogSubscriber``. Raw messages: ``H`` (hello: answer ``ready`` once synced),
+``CatalogSubscriber`` (MODE ``replica`` or ``on-demand``; ``floor``: see :func:`_floor`).
+Raw messages: ``H`` (hello: answer ``ready`` once synced),
 ``P`` + 8-byte sequence + padding (record its arrival), ``E`` + final version
 (wait for that version, then report every arrival and every applied version).
 
@@ -33,13 +34,18 @@ from __future__ import annotations
 import ctypes
 import gc
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import zmq
 
 from subscriber.api import CatalogSubscriber
 from subscriber.cache import ChangeEvent
+from subscriber.protocol import wire
+from subscriber.protocol.delta import Delta
+from subscriber.protocol.delta_scan import scan_delta
 from support.measure import peak_rss_bytes, rss_bytes
 
 
@@ -57,10 +63,16 @@ def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "re
     def on_change(event: ChangeEvent) -> None:
         applied.append((event.version, time.monotonic()))  # list.append: no lock needed
 
-    sub = CatalogSubscriber(endpoint, client_id=f"fanout-{index}", mode=mode)
-    sub.add_listener(on_change)
+    floor = mode == "floor"
+    sub = CatalogSubscriber(
+        endpoint, client_id=f"fanout-{index}", mode="replica" if floor else mode
+    )
+    if not floor:
+        sub.add_listener(on_change)
     sub.start()
     sub.wait_synced(300)
+    if floor:
+        _floor(ctx, sub, on_change)
     ready = False
     try:
         while True:
@@ -75,7 +87,8 @@ def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "re
                 push.send_json({"index": index, "ready": True})
             elif kind == b"E":
                 final = int(frame[1:])
-                sub.wait_for_version(final, 120)
+                if not floor:
+                    sub.wait_for_version(final, 120)
                 # The cache may hold the version a moment before the transport thread has
                 # called the listeners with it: wait for that too (or what is sent lacks it).
                 deadline = time.monotonic() + 10
@@ -100,6 +113,38 @@ def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "re
         push.close(linger=5000)
         raw.close(linger=0)
         ctx.term()
+
+
+def _floor(ctx: zmq.Context, sub: CatalogSubscriber, on_change: Callable[[Any], None]) -> None:
+    """The least any Python subscriber does per change: take over ``sub``'s synced
+    cache, close it, and in a thread block in ``recv`` on catalogd's PUB, read each
+    part (the subscriber's own scan) and apply it, calling ``on_change`` per event.
+    No loss detection, heartbeats, reports, poll or state machine: a floor to
+    compare with, not a subscriber."""
+    welcome = sub._transport.welcome  # noqa: SLF001 - read once, at start
+    assert welcome is not None  # synced
+    endpoint = welcome.pub_endpoint
+    cache = sub._machine.cache  # noqa: SLF001 - taken over after close
+    sub.close()
+    cache.emit_events = True
+    feed = ctx.socket(zmq.SUB)
+    feed.setsockopt(zmq.SUBSCRIBE, wire.TOPIC_DELTA)
+    feed.connect(endpoint)
+
+    def follow() -> None:
+        try:
+            while True:
+                feed.recv(copy=False)  # the topic
+                part = scan_delta(feed.recv(), "")
+                if part is not None and part.to_version > cache.view.version:
+                    delta = Delta(cache.view.version, part.to_version, part.entries)
+                    for event in cache.apply(delta):
+                        on_change(event)
+        except zmq.ZMQError:  # the context ends with the process
+            feed.close(linger=0)
+
+    threading.Thread(target=follow, name="floor", daemon=True).start()
+    time.sleep(1)  # the subscription reaches catalogd before the bench starts
 
 
 def sync(endpoint: str, report: str, timeout_s: float) -> None:
