@@ -32,9 +32,8 @@ Protocol (the ZeroMQ guide's Clone pattern, hardened):
    work) and asks the transport to reconnect, which restarts at ``JOINING``.
 
 While synced, each message, tick and completed snapshot or catch-up also tells
-whether to report the applied version to catalogd: every ``report_interval_s``,
-and at once when it changed after a heartbeat asked (``report``: its ``--sync``
-barrier waits), so a delta costs no report (nor catalogd a message per subscriber).
+whether to report the applied version to catalogd, by :class:`~subscriber.reports.ReportClock`
+(every ``report_interval_s``, riding on a message; at once when a heartbeat asked).
 
 Invariants: the cache only ever moves by whole deltas that follow its version
 or by complete snapshots; every lost message is detected by a version gap, a
@@ -66,6 +65,7 @@ from subscriber.protocol.messages import (
     SnapshotEnd,
     Welcome,
 )
+from subscriber.reports import ReportClock
 from subscriber.steps import Action, ActionKind, Report, Step
 
 __all__ = ["Action", "ActionKind", "Phase", "Report", "Step", "SyncMachine"]
@@ -122,9 +122,7 @@ class SyncMachine:
         self._buffer: list[tuple[str, Delta]] = []  # (service id, delta) while not synced
         self._assembly: _Assembly | None = None  # the snapshot asked for, while it arrives
         self._offer: Welcome | None = None  # a welcome carrying a snapshot, while joining
-        self._report_interval = report_interval_s
-        self._reported, self._reported_at = -1, 0.0  # the version last reported, and when
-        self._report_until = 0  # each new version is reported at once until one this new is
+        self._reports = ReportClock(report_interval_s)
 
     # -- read side ------------------------------------------------------------------
 
@@ -233,7 +231,7 @@ class SyncMachine:
         return self._snapshot(Step(), now)
 
     def on_tick(self, now: float) -> Step:
-        return self._report_if_due(self._tick(now), now)
+        return self._report_if_due(self._tick(now), now, self._tick_slack())
 
     def next_tick(self, now: float) -> float:
         """Seconds from ``now`` until :meth:`on_tick` may act (0: it may now): the
@@ -245,7 +243,7 @@ class SyncMachine:
         if self._requested_at is not None:
             due.append(self._requested_at + self._request_timeout)
         if self.synced:
-            due.append(now if self._report_asked() else self._reported_at + self._report_interval)
+            due.append(self._reports.due_at(self.cache.view.version, now, self._tick_slack()))
         return max(0.0, min(due, default=now + 3600.0) - now)
 
     # -- internals ------------------------------------------------------------------
@@ -335,7 +333,7 @@ class SyncMachine:
         if step.actions or self._foreign(beat.service_id):
             return step
         if beat.report:
-            self._report_until = max(self._report_until, beat.version)
+            self._reports.ask(beat.version)
         self._announced = max(self._announced, beat.version)
         if self.phase is Phase.SYNCED and beat.version > self.cache.view.version:
             # Publications are ordered: a heartbeat ahead of us means we lost a delta.
@@ -398,17 +396,17 @@ class SyncMachine:
         self._assembly = _Assembly()
         return Step([Action(ActionKind.REQUEST_SNAPSHOT)], garbage=1)
 
-    def _report_if_due(self, step: Step, now: float) -> Step:
-        """While synced: every ``report_interval_s``; a new version at once when asked."""
-        due = self._report_asked() or now - self._reported_at >= self._report_interval
-        if self.synced and due:
-            self._reported, self._reported_at = self.cache.view.version, now
-            step.report = Report(self.cache.view.service_id, self._reported)
+    def _report_if_due(self, step: Step, now: float, slack: float = 0.0) -> Step:
+        """While synced, a report when :class:`ReportClock` says one is due."""
+        version = self.cache.view.version
+        if self.synced and now >= self._reports.due_at(version, now, slack):
+            self._reports.sent(version, now)
+            step.report = Report(self.cache.view.service_id, version)
         return step
 
-    def _report_asked(self) -> bool:
-        """A heartbeat asked for each new version until it has this one: one is unsent."""
-        return self.cache.view.version != self._reported and self._reported < self._report_until
+    def _tick_slack(self) -> float:
+        """A tick's report waits one heartbeat interval more (a heartbeat carries it)."""
+        return min(self._interval, self._reports.interval)
 
     def _catch_up(self, step: Step, now: float) -> Step:
         self._enter(Event.CATCH_UP_NEEDED)

@@ -43,6 +43,7 @@ PURE = [
     "catalogd.ha.lease",
     "subscriber.protocol",
     "subscriber.sync",
+    "subscriber.reports",
     "subscriber.cache",
     "subscriber.partitions",
     "subscriber.object_set",

@@ -347,7 +347,11 @@ def test_reports_start_when_synced_then_come_each_interval_not_each_delta() -> N
     step = m.on_part(msgs[0], 5.3)  # type: ignore[arg-type]
     assert m.cache.view.version == 4 and step.report is None  # a delta costs no report
     assert m.on_commit(msgs[-1], 5.4).report is None  # type: ignore[arg-type]
-    assert m.on_tick(6.1).report == Report("s", 4)  # the interval's
+    # Due at 6.1, with the next message (heartbeats come each interval); a tick waits
+    # one heartbeat interval more for one, so an idle subscriber wakes once a second.
+    assert m.on_tick(6.1).report is None and m.next_tick(6.1) > 0.9
+    assert m.on_tick(7.1).report == Report("s", 4)  # none came
+    assert m.on_heartbeat(Heartbeat("s", 4, 1.0), 8.2).report == Report("s", 4)
 
 
 def _fed(m: SyncMachine, msgs: list[object], now: float) -> list[Report | None]:
@@ -385,7 +389,8 @@ def test_unchanged_version_is_reported_again_every_interval() -> None:
     assert m.on_tick(1.9).report is None
     assert m.on_heartbeat(Heartbeat("s", 0, 1.0), 2.0).report == Report("s", 0)
     assert m.on_tick(2.1).report is None
-    assert m.on_tick(4.0).report == Report("s", 0)
+    assert m.on_tick(4.0).report is None  # a tick waits one heartbeat interval more
+    assert m.on_tick(5.0).report == Report("s", 0)
 
 
 def test_no_reports_while_stale_or_resyncing() -> None:

@@ -44,16 +44,17 @@ def check(machine: SyncMachine, now: float) -> None:
 
 def test_a_synced_idle_machine_sleeps_until_its_report_then_its_silence() -> None:
     machine = synced()  # the install's report went with it
-    assert machine.next_tick(0.0) == 1.0  # the next one, a second later
-    assert machine.on_tick(0.5).report is None
-    machine.on_heartbeat(Heartbeat(SERVICE, 2, 1.0), 0.9)
-    assert machine.on_tick(1.0).report is not None
-    assert abs(machine.next_tick(1.0) - 1.0) < 1e-9
+    # The next is due a second later, with a message; a tick sends it an interval after.
+    assert machine.next_tick(0.0) == 2.0
+    assert machine.on_tick(1.5).report is None
+    assert machine.on_heartbeat(Heartbeat(SERVICE, 2, 1.0), 1.0).report is not None
+    assert abs(machine.next_tick(1.0) - 2.0) < 1e-9
     check(machine, 1.0)
+    assert machine.on_tick(3.0).report is not None  # no heartbeat came to carry it
     # Past its report, the silence deadline (3 heartbeat intervals after the last one):
-    machine._report_interval = 60.0  # noqa: SLF001 - isolate the silence deadline
-    assert abs(machine.next_tick(1.0) - 2.9) < 1e-9
-    assert ActionKind.RECONNECT in [a.kind for a in machine.on_tick(3.91).actions]
+    machine._reports.interval = 60.0  # noqa: SLF001 - isolate the silence deadline
+    assert abs(machine.next_tick(3.0) - 1.0) < 1e-9
+    assert ActionKind.RECONNECT in [a.kind for a in machine.on_tick(4.01).actions]
 
 
 def test_a_heartbeat_asking_for_reports_makes_the_next_tick_now() -> None:
