@@ -293,9 +293,11 @@ class CatalogSubscriber(CatalogReads):
                         f"(cached version {self.version})"
                     )
                 self._waiting += 1  # before _steps is read: see _after_step
-                if self._steps == seen:  # nothing changed since it was checked
-                    self._changed.wait(remaining)
-                self._waiting -= 1
+                try:
+                    if self._steps == seen:  # nothing changed since it was checked
+                        self._changed.wait(remaining)
+                finally:
+                    self._waiting -= 1
 
     # -- listeners -------------------------------------------------------------------------
 

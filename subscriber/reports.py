@@ -8,8 +8,8 @@ timing that :class:`~subscriber.sync.SyncMachine` follows while synced:
   then; a tick (the transport woke for no message) sends it ``slack`` later. catalogd
   heartbeats every heartbeat interval, so with ``slack`` one such interval (at most
   ``interval``) a report rides on a heartbeat and an idle subscriber wakes once per
-  interval, not twice; reports still come
-  at least every ``2 * interval``, well inside catalogd's 10 s expiry.
+  interval, not twice; reports still come at least every ``2 * interval``, well inside
+  catalogd's 10 s expiry of a silent subscriber.
 * A heartbeat asking for reports (a barrier waits for version V) makes each new version
   go at once until one at least V has gone.
 * A delta costs no report (nor catalogd a message per subscriber).
@@ -24,6 +24,8 @@ __all__ = ["ReportClock"]
 
 @dataclass(slots=True)
 class ReportClock:
+    """The last report and what was asked; :meth:`due_at` says when the next is due."""
+
     interval: float = 1.0
     version: int = -1
     """The version last reported (-1: none yet)."""
