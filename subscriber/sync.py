@@ -292,10 +292,9 @@ class SyncMachine:
         entries = part.entries
         if len(entries) > 1:
             entries = tuple(sorted(entries, key=attrgetter("version")))
-        step = Step(events=self.cache.apply(Delta(part.from_version, part.to_version, entries)))
-        if self.cache.view.version >= self._announced:
-            self._current_since = now
-        return step
+        return self._apply_or_catch_up(
+            Delta(part.from_version, part.to_version, entries), Step(), now
+        )
 
     def _commit(self, commit: Commit, now: float) -> Step:
         step = self._heard(commit.service_id, now)
