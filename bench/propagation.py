@@ -87,6 +87,8 @@ def run_round(
         _wait_ready(raw, pull, n, deadline=started + timeout_s)
         print(f"  N={n}: {n} subscribers synced in {time.monotonic() - started:.1f} s")
         sent = _raw_phase(raw, len(payloads), rate)
+        raw.send(b"M")  # the phases' boundary, for the per-thread CPU times
+        time.sleep(0.2)  # which every process notes before the first change
         published, submitted = _catalog_phase(server, payloads, rate)
         final = max(published)
         reports = _collect(raw, pull, n, final, deadline=time.monotonic() + timeout_s)
@@ -208,6 +210,7 @@ def _results(
         f"  N={n} CPU per change in each subscriber process: raw {cpu_raw * 1e6:.0f} us, "
         f"ours {cpu_ours * 1e6:.0f} us (phases of equal length, idle ticks included)"
     )
+    print(f"  N={n} of which, by thread: {_by_thread(reports, len(sent) - 1, count)}")
     at_target = n >= 50
     return [
         Result(
@@ -239,6 +242,21 @@ def _results(
             note=f"raw SUB {cpu_raw * 1e6:.0f} us; x N / cores bounds the latency to all",
         ),
     ]
+
+
+def _by_thread(reports: Sequence[dict], raw_count: int, count: int) -> str:
+    """Each thread's CPU per change (mean over the processes), raw phase -> ours."""
+    per: dict[str, list[float]] = {}
+    for report in reports:
+        first, middle, last = report["threads"]
+        for name in last:
+            raw_ns = middle.get(name, 0) - first.get(name, 0)
+            ours_ns = last[name] - middle.get(name, 0)
+            got = per.setdefault(name, [0.0, 0.0])
+            got[0] += raw_ns / 1e3 / raw_count / len(reports)
+            got[1] += ours_ns / 1e3 / count / len(reports)
+    ranked = sorted(per.items(), key=lambda item: -item[1][1])
+    return ", ".join(f"{name} {raw:.0f} -> {ours:.0f} us" for name, (raw, ours) in ranked)
 
 
 def run(

@@ -19,8 +19,9 @@ compare directly (no round-trip halving needed).
 fanout: a raw SUB on ``RAW_PUB`` (the bench's plain pyzmq PUB) plus a
 ``CatalogSubscriber`` (MODE ``replica`` or ``on-demand``; ``floor``: see :func:`_floor`).
 Raw messages: ``H`` (hello: answer ``ready`` once synced),
-``P`` + 8-byte sequence + padding (record its arrival), ``E`` + final version
-(wait for that version, then report every arrival and every applied version).
+``P`` + 8-byte sequence + padding (record its arrival), ``M`` (the raw phase is
+over: note each thread's CPU time), ``E`` + final version (wait for that version,
+then report every arrival, every applied version and the threads' CPU times).
 
 sync: measure RSS, start a ``CatalogSubscriber``, time ``start()`` to
 ``wait_synced``, measure RSS again, report.
@@ -46,7 +47,7 @@ from subscriber.cache import ChangeEvent
 from subscriber.protocol import wire
 from subscriber.protocol.delta import Delta
 from subscriber.protocol.delta_scan import scan_delta
-from support.measure import peak_rss_bytes, rss_bytes
+from support.measure import peak_rss_bytes, rss_bytes, thread_cpu_ns
 
 
 def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "replica") -> None:
@@ -59,6 +60,7 @@ def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "re
     applied: list[tuple[int, float]] = []
     arrivals: list[tuple[int, float]] = []
     cpu_marks = [0.0, 0.0]  # process CPU seconds at the first and the latest raw message
+    thread_marks: list[dict[str, int]] = []  # per thread: at the first P, at M, at E
 
     def on_change(event: ChangeEvent) -> None:
         applied.append((event.version, time.monotonic()))  # list.append: no lock needed
@@ -82,6 +84,10 @@ def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "re
             if kind == b"P":
                 arrivals.append((int.from_bytes(frame[1:9], "big"), now))
                 cpu_marks[0 if len(arrivals) == 1 else 1] = time.process_time()
+                if len(arrivals) == 1:
+                    thread_marks.append(_threads())
+            elif kind == b"M":  # between the phases
+                thread_marks.append(_threads())
             elif kind == b"H" and not ready:
                 ready = True
                 push.send_json({"index": index, "ready": True})
@@ -97,6 +103,7 @@ def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "re
                 # CPU of the whole process (all threads, libzmq's too) in each phase.
                 cpu_raw = cpu_marks[1] - cpu_marks[0]
                 cpu_ours = time.process_time() - cpu_marks[1]
+                thread_marks.append(_threads())
                 push.send_json(
                     {
                         "index": index,
@@ -105,6 +112,7 @@ def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "re
                         "gaps": sub.gaps,
                         "cpu_raw": cpu_raw,
                         "cpu_ours": cpu_ours,
+                        "threads": thread_marks,
                     }
                 )
                 return
@@ -113,6 +121,18 @@ def fanout(endpoint: str, raw_pub: str, report: str, index: int, mode: str = "re
         push.close(linger=5000)
         raw.close(linger=0)
         ctx.term()
+
+
+def _threads() -> dict[str, int]:
+    """Nanoseconds on a CPU so far, by thread: Python's name where it is a Python
+    thread (the transport's, the floor's), else the kernel's (libzmq's ``ZMQbg/IO/0``)."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    names[threading.main_thread().native_id] = "main"
+    totals: dict[str, int] = {}
+    for tid, (comm, runtime) in thread_cpu_ns().items():
+        name = names.get(tid, comm)
+        totals[name] = totals.get(name, 0) + runtime
+    return totals
 
 
 def _floor(ctx: zmq.Context, sub: CatalogSubscriber, on_change: Callable[[Any], None]) -> None:
