@@ -47,5 +47,13 @@ class ReportClock:
         ``slack`` after the last one."""
         return now if self.asked(current) else self.at + self.interval + slack
 
+    def due(self, current: int, now: float, slack: float = 0.0) -> bool:
+        """Whether a report of ``current`` is due at ``now`` (:meth:`due_at` in one call:
+        it is asked on every message)."""
+        version = self.version
+        return (current != version and version < self.until) or (
+            now >= self.at + self.interval + slack
+        )
+
     def sent(self, version: int, now: float) -> None:
         self.version, self.at = version, now

@@ -156,6 +156,8 @@ class SyncMachine:
         return Step()
 
     def on_part(self, part: DeltaPart, now: float) -> Step:
+        if self._whole_next(part):  # the common case, the short way
+            return self._apply_whole(part, now)
         return self._report_if_due(self._part(part, now), now)
 
     def on_commit(self, commit: Commit, now: float) -> Step:
@@ -249,8 +251,6 @@ class SyncMachine:
     # -- internals ------------------------------------------------------------------
 
     def _part(self, part: DeltaPart, now: float) -> Step:
-        if self._whole_next(part):
-            return self._apply_whole(part, now)
         step = self._heard(part.service_id, now)
         if step.actions or self._foreign(part.service_id):
             step.dropped += 1
@@ -277,24 +277,28 @@ class SyncMachine:
         counts = part.counts
         return (
             counts is not None
+            and len(counts) == 1
+            and part.from_version == self.cache.view.version < part.to_version
             and self.phase is Phase.SYNCED
             and self.databases is None
             and not self._pending
             and part.service_id == self._service_id
-            and part.from_version == self.cache.view.version < part.to_version
-            and len(counts) == 1
             and counts.get(part.database) == len(part.entries) > 0
         )
 
     def _apply_whole(self, part: DeltaPart, now: float) -> Step:
+        """What :meth:`_part`, :meth:`_commit` and :meth:`_apply_or_catch_up` do with such
+        a part (it follows the cache: no rebase; it is not empty), with its report."""
         self._last_heard = now
-        self._announced = max(self._announced, part.to_version)
+        to_version = part.to_version
+        if to_version >= self._announced:
+            self._announced = to_version
+            self._current_since = now  # the cache holds every announced version
         entries = part.entries
         if len(entries) > 1:
             entries = tuple(sorted(entries, key=attrgetter("version")))
-        return self._apply_or_catch_up(
-            Delta(part.from_version, part.to_version, entries), Step(), now
-        )
+        step = Step(events=self.cache.apply(Delta(part.from_version, to_version, entries)))
+        return self._report_if_due(step, now)
 
     def _commit(self, commit: Commit, now: float) -> Step:
         step = self._heard(commit.service_id, now)
@@ -398,7 +402,7 @@ class SyncMachine:
     def _report_if_due(self, step: Step, now: float, slack: float = 0.0) -> Step:
         """While synced, a report when :class:`ReportClock` says one is due."""
         version = self.cache.view.version
-        if self.synced and now >= self._reports.due_at(version, now, slack):
+        if self._reports.due(version, now, slack) and self.synced:
             self._reports.sent(version, now)
             step.report = Report(self.cache.view.service_id, version)
         return step
