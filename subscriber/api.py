@@ -46,8 +46,9 @@ from subscriber.protocol.errors import (
     InvalidRequestError,
 )
 from subscriber.reads import PartitionSpec
+from subscriber.sockets import TransportConfig
 from subscriber.sync import Step, SyncMachine
-from subscriber.transport import SubscriberTransport, TransportConfig, TransportStats
+from subscriber.transport import SubscriberTransport, TransportStats
 
 if TYPE_CHECKING:
     from subscriber.metastore.endpoint import MetastoreEndpoint

@@ -17,7 +17,7 @@ when catalogd does not know the client's key; ``EVENT_HANDSHAKE_FAILED_PROTOCOL`
 ``EVENT_HANDSHAKE_FAILED_NO_DETAIL`` when the server key is wrong (catalogd
 cannot open the client's HELLO and drops the connection) -- though a mismatch is
 reported either way from one attempt to the next. :func:`handshake_failure`
-turns one monitor event into an explanation.
+turns one monitor event into an explanation; :class:`HandshakeWatch` reads a monitor.
 
 The secret key never leaves this module's values in printable form: ``repr``
 of :class:`ClientKeys` hides it, and no message here contains it.
@@ -25,16 +25,21 @@ of :class:`ClientKeys` hides it, and no message here contains it.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import zmq
 import zmq.auth
+from zmq.utils.monitor import recv_monitor_message
 
 from subscriber.protocol.errors import AuthenticationError, InvalidRequestError
+
+log = logging.getLogger(__name__)
+_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 KeySource = str | bytes | os.PathLike[str]
 """A path to a certificate file, or a Z85-encoded key (40 characters)."""
@@ -159,3 +164,32 @@ HANDSHAKE_EVENTS = (
     | zmq.EVENT_HANDSHAKE_SUCCEEDED
 )
 """The monitor events :func:`handshake_failure` looks at (and success, which clears them)."""
+
+
+class HandshakeWatch:
+    """Reads a socket monitor's handshake events (:data:`HANDSHAKE_EVENTS`): keeps the
+    last failure as :attr:`last_error` until a handshake succeeds, and logs each kind of
+    failure once (not once per retry). One per client, across its sessions' monitors."""
+
+    def __init__(self, *, with_keys: bool) -> None:
+        self.last_error: AuthenticationError | None = None
+        self._with_keys = with_keys
+        self._logged: set[str] = set()
+
+    def check(self, monitor: zmq.Socket, endpoint: str) -> None:
+        """Read every event waiting on ``monitor`` (never blocks; ``EVENTS`` costs less
+        than ``poll(0)``)."""
+        while cast(int, monitor.getsockopt(_EVENTS)) & _POLLIN:
+            try:
+                event = recv_monitor_message(monitor, zmq.NOBLOCK)
+            except zmq.ZMQError:
+                return
+            if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.last_error = None
+                continue
+            error = handshake_failure(event, endpoint, with_keys=self._with_keys)
+            if error is not None:
+                if str(error) not in self._logged:
+                    self._logged.add(str(error))
+                    log.warning("%s", error)
+                self.last_error = error

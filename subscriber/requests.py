@@ -1,5 +1,7 @@
-"""Requests a subscriber sends catalogd beside the sync protocol, and their answers.
+"""Requests a subscriber sends catalogd, and their answers.
 
+* :func:`hello`, :func:`snapshot`, :func:`catch_up`, :func:`report`: the sync protocol's
+  (:mod:`subscriber.transport` sends them when :mod:`subscriber.sync` asks).
 * :func:`load`: a priority load of a table not loaded yet (one-way; the
   subscriber watches its cache for the table).
 * :func:`reload`: reload an object after a write made elsewhere (an HMS endpoint's
@@ -11,12 +13,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import idl
 
-__all__ = ["MAX_ASKED", "Answered", "Asked", "Loaded", "load", "loaded_version", "reload"]
+__all__ = [
+    "MAX_ASKED",
+    "Answered",
+    "Asked",
+    "Loaded",
+    "catch_up",
+    "hello",
+    "load",
+    "loaded_version",
+    "reload",
+    "report",
+    "snapshot",
+]
 
 svc = idl.catalog_service
 
@@ -27,6 +41,46 @@ Answered = Callable[[Any], None]
 """Called with catalogd's TResponse to a request, or None when none will come."""
 Loaded = Callable[[int | None], None] | None
 """Told the version that shows a reload (None: none will come); None: not asked."""
+
+
+def hello(rid: int, client_id: str, databases: Sequence[str] | None) -> Any:
+    """The first request of a session (answered with a welcome)."""
+    return svc.TRequest(
+        request_id=rid,
+        hello=svc.THello(
+            client_id=client_id,
+            databases=list(databases) if databases else None,
+            protocol_version=svc.PROTOCOL_VERSION,
+        ),
+    )
+
+
+def snapshot(rid: int, databases: list[str] | None, *, empty: bool) -> Any:
+    """The whole catalog (or ``databases``'); ``empty``: an on-demand subscriber's, which
+    holds the version and the small global objects only."""
+    return svc.TRequest(
+        request_id=rid, snapshot=svc.TSnapshotRequest(databases=databases, empty=empty or None)
+    )
+
+
+def catch_up(
+    rid: int, from_version: int, databases: list[str] | None, *, invalidations: bool
+) -> Any:
+    """Every change after ``from_version`` (as invalidations, for an on-demand subscriber)."""
+    return svc.TRequest(
+        request_id=rid,
+        catch_up=svc.TCatchUpRequest(
+            from_version=from_version, databases=databases, invalidations=invalidations or None
+        ),
+    )
+
+
+def report(client_id: str, service_id: str, version: int) -> Any:
+    """Which version this subscriber has applied, for catalogd's ``--sync`` barriers
+    (one-way); ``version`` -1 is a goodbye."""
+    return svc.TRequest(
+        report=svc.TSubscriberReport(client_id, service_id=service_id, applied_version=version)
+    )
 
 
 def load(db: str, table: str) -> Any:

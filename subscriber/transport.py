@@ -1,15 +1,23 @@
 """The subscriber's transport: one background thread, two sockets, one cache.
 
 :class:`SubscriberTransport` owns a DEALER (hello, snapshot, catch-up, reports, fetches)
-and a SUB (deltas or invalidations, heartbeats), both created, used and closed in its
-thread (``catalogd-subscriber``). It only moves bytes: it decodes what arrives, feeds it
-with the clock into the pure :class:`~subscriber.sync.SyncMachine` and carries out the
-:class:`~subscriber.sync.Step` each input returns. User threads queue requests (and ring
-a doorbell) and read the cache's view (:mod:`subscriber.api`).
-Why one module of over 400 lines: the one thread owning the DEALER and SUB (failover,
-CURVE monitor); every decision it carries out is made in :mod:`subscriber.sync`.
-"""
+and a SUB (deltas or invalidations, heartbeats), both made (:mod:`subscriber.sockets`),
+used and closed in its thread (``catalogd-subscriber``). It only moves bytes: it decodes
+what arrives, feeds it with the clock into the pure :class:`~subscriber.sync.SyncMachine`
+and carries out the :class:`~subscriber.sync.Step` each input returns. User threads queue
+requests, ring the doorbell (:mod:`subscriber.inproc_bell`: a message on the SUB) and
+read the cache's view (:mod:`subscriber.api`).
 
+The thread's one loop, :meth:`SubscriberTransport._serve`: while an answer is awaited
+(joining, a snapshot, a catch-up, a fetch) it polls both sockets; otherwise, the steady
+state, it sleeps in ``recv`` on the SUB alone and handles publication after publication
+(:meth:`SubscriberTransport._follow`), looking at the DEALER and the CURVE monitor once a
+second. Per change that costs less than ``zmq_poll``, which asks each ZeroMQ socket for
+``EVENTS`` before and after it sleeps (measured: ``docs/DESIGN.md``, "Subscriber").
+Why one module of over 400 lines: the one thread owning the DEALER and SUB (failover,
+CURVE monitor, the two ways of waiting); every decision it carries out is made in
+:mod:`subscriber.sync`.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -22,22 +30,23 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 import idl
-from subscriber import curve
-from subscriber.curve import ClientKeys
-from subscriber.doorbell import Doorbell
-from subscriber.endpoints import parse_endpoints, pub_endpoint
+from subscriber import curve, requests, sockets
+from subscriber.inproc_bell import WAKE, InprocBell
 from subscriber.protocol import codec, packed, wire
 from subscriber.protocol.errors import AuthenticationError, ProtocolError
 from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat, SnapshotChunk, Welcome
 from subscriber.requests import Answered, Asked
-from subscriber.sync import ActionKind, Phase, Step, SyncMachine
+from subscriber.sockets import TransportConfig
+from subscriber.sync import Action, ActionKind, Phase, Step, SyncMachine
 
 log = logging.getLogger(__name__)
 svc = idl.catalog_service
-_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
+_EVENTS, _POLLIN, _RCVTIMEO = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.RCVTIMEO)
+_STEADY_CHORES_S = 1.0
+"""How often the steady state reads the CURVE monitor and the DEALER's unawaited
+answers (a session's handshakes are over; each look costs a change ~40 us, measured)."""
 
 
 @dataclass
@@ -51,28 +60,6 @@ class TransportStats:
     reconnects: int = 0
     deltas_applied: int = 0
     service_ids: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class TransportConfig:
-    """Where and how it connects (timing is the SyncMachine's, not configured here)."""
-
-    endpoints: tuple[str, ...]
-    """catalogd's address, or every catalogd's of an HA pair: the first session
-    connects to the first, and each session that ends moves on to the next."""
-    databases: tuple[str, ...] | None = None
-    client_id: str = ""
-    rcvhwm: int = 100_000
-    hello_timeout_s: float = 2.0
-    tick_s: float = 0.05
-    max_message_bytes: int = 1 << 30
-    curve: ClientKeys | None = None
-    """CURVE keys for both sockets (see :mod:`subscriber.curve`); None: plain TCP."""
-    on_demand: bool = False
-    """Follow invalidations, not deltas; empty snapshots (:mod:`subscriber.ondemand`)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "endpoints", parse_endpoints(self.endpoints))
 
 
 class SubscriberTransport:
@@ -103,27 +90,31 @@ class SubscriberTransport:
         self._stop = threading.Event()
         self._requests: queue.SimpleQueue[tuple[Any, Answered | None]] = queue.SimpleQueue()
         self._asked = Asked()
-        self._bell = Doorbell()  # rung by send_request: the thread sends at once
+        self._bell = InprocBell(self._context)  # rung by send_request: the thread sends at once
         self._thread = threading.Thread(target=self._run, name="catalogd-subscriber", daemon=True)
         self._rid = 0
         self._database_list = None if config.databases is None else list(config.databases)
         self._snapshot_rid: int | None = None
         self._catch_up_rid: int | None = None
         self._dealer: zmq.Socket | None = None
-        self.last_error: AuthenticationError | None = None
-        """Why the last security handshake failed (None after one succeeds)."""
-        self._logged: set[str] = set()  # the few failure texts already logged
+        self._woken = False  # the bell was heard: look at the request queue
+        self._handshakes = curve.HandshakeWatch(with_keys=config.curve is not None)
         self.endpoint = config.endpoints[0]
         """The address of the current (or next) session."""
         self.welcome: Welcome | None = None
         """The last session's welcome (swapped whole by this thread; None before one)."""
+
+    @property
+    def last_error(self) -> AuthenticationError | None:
+        """Why the last security handshake failed (None after one succeeds)."""
+        return self._handshakes.last_error
 
     def start(self) -> None:
         self._thread.start()
 
     def close(self, timeout: float = 5.0) -> None:
         self._stop.set()
-        self._bell.ring()  # the thread may sleep up to a second in its poll
+        self._bell.ring()  # the thread may sleep up to a second in its recv or poll
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         if not self._thread.is_alive():
@@ -140,12 +131,6 @@ class SubscriberTransport:
         or None when none can come (session ended, closed, too many awaited, pipe full)."""
         self._requests.put((request, on_answer))
         self._bell.ring()  # a fetch or reload must not wait for the next tick
-
-    def _report(self, service_id: str, version: int) -> Any:
-        """Which version this subscriber has applied, for catalogd (its --sync barriers)."""
-        client = self.config.client_id
-        report = svc.TSubscriberReport(client, service_id=service_id, applied_version=version)
-        return svc.TRequest(report=report)
 
     # -- thread -------------------------------------------------------------------------
 
@@ -168,35 +153,24 @@ class SubscriberTransport:
 
     def _goodbye(self, dealer: zmq.Socket) -> None:
         """Tell catalogd we are gone, so admin barriers stop counting on us."""
-        goodbye = self._report(self.machine.cache.view.service_id, -1)
+        goodbye = requests.report(self.config.client_id, self.machine.cache.view.service_id, -1)
         with contextlib.suppress(zmq.ZMQError):
             dealer.send(codec.pack(goodbye), zmq.NOBLOCK)
             dealer.close(linger=200)  # give the goodbye a moment to leave
 
     def _session(self) -> None:
         """One connection: handshake, subscribe, serve until reconnect or stop."""
-        dealer = self._context.socket(zmq.DEALER)
+        dealer = sockets.dealer(self._context, self.config, self.endpoint)
         sub: zmq.Socket | None = None
         # The monitor is how a refused key shows: libzmq tells the application nothing else.
         self._monitor = dealer.get_monitor_socket(curve.HANDSHAKE_EVENTS)
         try:
-            dealer.setsockopt(zmq.LINGER, 0)
-            dealer.setsockopt(zmq.MAXMSGSIZE, self.config.max_message_bytes)
-            curve.apply(dealer, self.config.curve)
-            dealer.connect(self.endpoint)
             welcome = self._handshake(dealer)
             if welcome is None:
                 return
-            sub = self._context.socket(zmq.SUB)
-            sub.setsockopt(zmq.LINGER, 0)
-            sub.setsockopt(zmq.RCVHWM, self.config.rcvhwm)
-            sub.setsockopt(zmq.MAXMSGSIZE, self.config.max_message_bytes)
-            curve.apply(sub, self.config.curve)
-            for prefix in wire.subscriptions(
-                self.config.databases, on_demand=self.config.on_demand
-            ):
-                sub.setsockopt(zmq.SUBSCRIBE, prefix)
-            sub.connect(pub_endpoint(welcome.pub_endpoint, self.endpoint))
+            sub = sockets.sub(
+                self._context, self.config, self._bell, welcome.pub_endpoint, self.endpoint
+            )
             self._dealer = dealer
             self._handle(self.machine.on_connected(time.monotonic(), welcome))
             if not self.config.on_demand:  # a replica: while catalogd makes its snapshot
@@ -215,14 +189,7 @@ class SubscriberTransport:
                 sub.close(linger=0)
 
     def _hello(self) -> Any:
-        return svc.TRequest(
-            request_id=self._next_rid(),
-            hello=svc.THello(
-                client_id=self.config.client_id,
-                databases=list(self.config.databases) if self.config.databases else None,
-                protocol_version=svc.PROTOCOL_VERSION,
-            ),
-        )
+        return requests.hello(self._next_rid(), self.config.client_id, self.config.databases)
 
     def _handshake(self, dealer: zmq.Socket) -> Welcome | None:
         hello, sent = codec.pack(self._hello()), False
@@ -237,7 +204,7 @@ class SubscriberTransport:
                 with contextlib.suppress(zmq.Again):
                     dealer.send(hello, zmq.NOBLOCK)
                     sent = True
-            self._check_handshake()
+            self._handshakes.check(self._monitor, self.endpoint)
             if dealer.poll(int(min(remaining, 0.2) * 1000)):
                 response = self._receive(dealer)
                 if response is not None and response.welcome is not None:
@@ -249,31 +216,13 @@ class SubscriberTransport:
                     return self.welcome
         return None
 
-    def _check_handshake(self) -> None:
-        """Read the DEALER's monitor: remember a failed handshake, forget it on success."""
-        while cast(int, self._monitor.getsockopt(_EVENTS)) & _POLLIN:  # poll(0) costs more
-            try:
-                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
-            except zmq.ZMQError:
-                return
-            if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                self.last_error = None
-                continue
-            error = curve.handshake_failure(
-                event, self.endpoint, with_keys=self.config.curve is not None
-            )
-            if error is not None:
-                if str(error) not in self._logged:  # once per kind, not per retry
-                    self._logged.add(str(error))
-                    log.warning("%s", error)
-                self.last_error = error
-
     def _serve(self, dealer: zmq.Socket, sub: zmq.Socket) -> None:
         poller = zmq.Poller()
         poller.register(dealer, zmq.POLLIN)
-        poller.register(sub, zmq.POLLIN)
-        poller.register(bell := self._bell.fileno(), zmq.POLLIN)
-        last_hello = last_monitor = time.monotonic()
+        poller.register(sub, zmq.POLLIN)  # the bell rings on it too
+        self._send_requests(dealer)  # queued before this session's SUB heard the bell
+        last_hello = last_chores = time.monotonic()
+        rcvtimeo = -1
         while not self._stop.is_set():
             joining = self.machine.phase is Phase.JOINING
             if joining and time.monotonic() - last_hello > 0.1:
@@ -283,37 +232,87 @@ class SubscriberTransport:
                 last_hello = time.monotonic()
             wait = self.config.tick_s if joining else self.machine.next_tick(time.monotonic())
             due = time.monotonic() + wait  # a tick before then has nothing to do
-            ready = dict(poller.poll(int(max(self.config.tick_s, min(wait, 1.0)) * 1000)))
-            if (now := time.monotonic()) - last_monitor >= self.config.tick_s:  # not polled:
-                self._check_handshake()  # a polled socket costs every poll 2 more syscalls
-                last_monitor = now
-            # One publication per poll (which returns at once while more wait): EVENTS
-            # after each change would cost every change. Answers (snapshot chunks) come
-            # in bounded batches; EVENTS (an int: IntFlag costs more) ends a batch.
-            if sub in ready and self._publication(sub):
-                return
-            for _ in range(1000 if dealer in ready else 0):
-                response = self._receive(dealer, zmq.NOBLOCK)
-                if response is not None and self._response(response):
+            timeout = int(max(self.config.tick_s, min(wait, 1.0)) * 1000)
+            if polling := joining or self._awaiting():
+                ready = dict(poller.poll(timeout))
+                with contextlib.suppress(zmq.Again):
+                    if sub in ready and self._publication(sub, zmq.NOBLOCK):
+                        return
+                answers = dealer in ready
+            else:  # the steady state: asleep in recv on the SUB alone (cheaper than a poll)
+                if timeout != rcvtimeo:
+                    sub.setsockopt(_RCVTIMEO, rcvtimeo := timeout)
+                if self._follow(sub, due):
                     return
-                if not cast(int, dealer.getsockopt(_EVENTS)) & _POLLIN:
-                    break
-            if bell in ready:
-                self._bell.drain()
-            while not self._requests.empty():
-                self._send_asked(dealer, *self._requests.get_nowait())
+                answers = False
+            chores_s = self.config.tick_s if polling else _STEADY_CHORES_S
+            if (now := time.monotonic()) - last_chores >= chores_s:
+                # The monitor is not polled: a polled socket costs every poll 2 syscalls.
+                self._handshakes.check(self._monitor, self.endpoint)
+                # Answers nobody awaits (to one-way requests, stale ones) are read here.
+                answers = answers or bool(cast(int, dealer.getsockopt(_EVENTS)) & _POLLIN)
+                last_chores = now
+            if answers and self._responses(dealer):
+                return
+            if self._woken:
+                self._send_requests(dealer)
             if (now := time.monotonic()) < due:  # messages carried their own reports
                 continue
             tick = self.machine.on_tick(now)  # only actions or a report
             if (tick.actions or tick.report) and self._handle(tick):
                 return
 
-    def _publication(self, sub: zmq.Socket) -> bool:
-        """Read and handle one publication; True: reconnect. Its topic frame says whether a
-        body follows (cheaper than RCVMORE); more frames are read as more (garbage) ones."""
-        topic = sub.recv(zmq.NOBLOCK, copy=False)
+    def _follow(self, sub: zmq.Socket, due: float) -> bool:
+        """The steady state: publication after publication, asleep in ``recv`` on the SUB
+        (its ``RCVTIMEO`` set for ``due``) while no answer is awaited. Returns (True:
+        reconnect) on silence, the bell, a step that awaits an answer, or once ``due``
+        has passed: a deadline is met late by at most ``RCVTIMEO`` (a second) when a
+        message came just before it and none after."""
+        try:
+            while not self._publication(sub, 0):
+                if self._woken or self._awaiting() or time.monotonic() >= due:
+                    return False
+        except zmq.Again:  # RCVTIMEO: nothing came
+            return False
+        return True
+
+    def _awaiting(self) -> bool:
+        """Whether an answer is awaited on the DEALER (the thread polls both sockets)."""
+        return bool(self._asked) or self._snapshot_rid is not None or self._catch_up_rid is not None
+
+    def _responses(self, dealer: zmq.Socket) -> bool:
+        """Read the DEALER's answers, in bounded batches (snapshot chunks); True: reconnect.
+        ``EVENTS`` (an int: IntFlag costs more) ends a batch."""
+        for _ in range(1000):
+            response = self._receive(dealer, zmq.NOBLOCK)
+            if response is not None and self._response(response):
+                return True
+            if not cast(int, dealer.getsockopt(_EVENTS)) & _POLLIN:
+                break
+        return False
+
+    def _send_requests(self, dealer: zmq.Socket) -> None:
+        """Send what user threads queued (the bell is heard first: a later ring sends)."""
+        self._woken = False
+        self._bell.heard()
+        while not self._requests.empty():
+            self._send_asked(dealer, *self._requests.get_nowait())
+
+    def _publication(self, sub: zmq.Socket, flags: int) -> bool:
+        """Read and handle one publication, or the bell; True: reconnect. The topic frame
+        says whether a body follows (cheaper than RCVMORE): the bell's one frame has none,
+        and more frames than two are read as more (garbage) publications. One per wake:
+        ``EVENTS`` after each change would cost every change.
+
+        Raises:
+            zmq.Again: nothing came (``NOBLOCK``, or the SUB's ``RCVTIMEO`` passed).
+        """
+        topic = sub.recv(flags, copy=False)
         if not topic.more:
-            self.stats.garbage += 1
+            if topic.bytes == WAKE:
+                self._woken = True
+            else:
+                self.stats.garbage += 1
             return False
         body = sub.recv(zmq.NOBLOCK)
         try:
@@ -379,8 +378,10 @@ class SubscriberTransport:
 
     def _handle(self, step: Step) -> bool:
         """Carry out a step's actions; True means reconnect."""
-        self.stats.dropped += step.dropped
-        self.stats.garbage += step.garbage
+        stats = self.stats
+        if step.dropped or step.garbage:
+            stats.dropped += step.dropped
+            stats.garbage += step.garbage
         if step.installed:
             self._snapshot_rid = None
             self.stats.snapshots += 1
@@ -388,41 +389,34 @@ class SubscriberTransport:
             if not self.stats.service_ids or self.stats.service_ids[-1] != service_id:
                 self.stats.service_ids.append(service_id)
         if step.report is not None:  # sent now: this is the thread that owns the socket
-            self._send(self._report(step.report.service_id, step.report.version))
+            report = step.report
+            self._send(requests.report(self.config.client_id, report.service_id, report.version))
+        if step.events:
+            stats.deltas_applied += 1
+        reconnect = bool(step.actions) and self._act(step.actions)
+        self._on_step(step)
+        return reconnect
+
+    def _act(self, actions: list[Action]) -> bool:
+        """Send the requests the machine asked for; True means reconnect."""
         reconnect = False
-        for action in step.actions:
+        for action in actions:
             if action.kind is ActionKind.REQUEST_SNAPSHOT:
                 self._request_snapshot()
             elif action.kind is ActionKind.REQUEST_CATCH_UP:
-                self._catch_up_rid = self._next_rid()
+                self._catch_up_rid = rid = self._next_rid()
+                on_demand, dbs = self.config.on_demand, self._database_list
                 self._send(
-                    svc.TRequest(
-                        request_id=self._catch_up_rid,
-                        catch_up=svc.TCatchUpRequest(
-                            from_version=action.from_version,
-                            databases=self._database_list,
-                            invalidations=self.config.on_demand or None,
-                        ),
-                    )
+                    requests.catch_up(rid, action.from_version, dbs, invalidations=on_demand)
                 )
             elif action.kind is ActionKind.RECONNECT:
                 self.stats.reconnects += 1
                 reconnect = True
-        if step.events or step.actions:
-            self.stats.deltas_applied += bool(step.events)
-        self._on_step(step)
         return reconnect
 
     def _request_snapshot(self) -> None:
-        self._snapshot_rid = self._next_rid()
-        self._send(
-            svc.TRequest(
-                request_id=self._snapshot_rid,
-                snapshot=svc.TSnapshotRequest(
-                    databases=self._database_list, empty=self.config.on_demand or None
-                ),
-            )
-        )
+        self._snapshot_rid = rid = self._next_rid()
+        self._send(requests.snapshot(rid, self._database_list, empty=self.config.on_demand))
 
     def _send_asked(self, dealer: zmq.Socket, request: Any, on_answer: Answered | None) -> None:
         """Send a user's request; one awaiting an answer gets an id and its callback."""

@@ -6,7 +6,7 @@ import pytest
 
 from subscriber.api import CatalogSubscriber, Lifecycle
 from subscriber.protocol.errors import CatalogTimeoutError, ConflictError, InvalidRequestError
-from subscriber.transport import TransportConfig
+from subscriber.sockets import TransportConfig
 
 pytestmark = pytest.mark.timeout(30)
 NOWHERE = "tcp://127.0.0.1:9"  # nothing answers: the thread just keeps trying
