@@ -117,6 +117,14 @@ def _with_changes(
     events: list[ChangeEvent] | None,
 ) -> CacheView:
     before = ObjectSet.of(view.objects)
+    if type(entries) is tuple and len(entries) == 1:  # most deltas: one object updated
+        entry = entries[0]
+        key = entry.key
+        if entry.payload is not None and key in before and not key.startswith(PARTITION_PREFIX):
+            if events is not None:
+                events.append(ChangeEvent(ChangeKind.UPDATED, key, entry.version))
+            objects = before.replaced(key, entry)
+            return CacheView(view.service_id, version, objects, view.by_database, view.partitions)
     updates: dict[str, Entry | None] = {}  # non-partition key -> entry (None: removed)
     part_changes: dict[str, dict[str, Entry | None]] = {}
     previous: Entry | None = None

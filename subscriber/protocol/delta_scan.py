@@ -45,9 +45,11 @@ _I32 = struct.Struct(">i")  # a length, a count
 _VERSIONS = struct.Struct(">3sq3sq4si")  # from, to (i64), the entries list's header, count
 _FROM_HEADER, _TO_HEADER, _ENTRIES_HEADER = b"\x0a\x00\x02", b"\x0a\x00\x03", b"\x0f\x00\x04\x0c"
 _KEY = struct.Struct(">3si")  # TCatalogEntry field 1 (string): header, length
-_VERSION = struct.Struct(">3sq3s")  # field 2 (i64), then the next field's header
+_I64 = struct.Struct(">q")
+_VERSION_LENGTH = struct.Struct(">q3xi")  # field 2's value (i64); field 3 (binary)'s length
 _KEY_HEADER, _VERSION_HEADER = b"\x0b\x00\x01", b"\x0a\x00\x02"
-_OBJECT_HEADER, _REMOVED = b"\x0b\x00\x03", b"\x02\x00\x04"  # field 3 (binary), 4 (bool)
+_LIVE = b"\x0b\x00\x03"  # field 3 (binary): the object
+_TOMBSTONE = b"\x02\x00\x04\x01\x00"  # field 4 (bool) true, the entry's end
 _DATABASE_HEADER = b"\x0b\x00\x05"
 _COUNTS_HEADER = b"\x0d\x00\x06\x0b\x08"  # field 6: map<string, i32>
 
@@ -65,6 +67,7 @@ def scan_delta(frame: bytes, topic_database: str) -> DeltaPart | None:
 
 
 def _scan(frame: bytes, topic_database: str) -> DeltaPart | None:
+    # The per-change path: few calls and opcodes (cold, each costs a change ~0.2 us).
     end = len(frame)
     header, length = _KEY.unpack_from(frame, 1)
     if header != _SERVICE_HEADER or length < 0:
@@ -82,35 +85,33 @@ def _scan(frame: bytes, topic_database: str) -> DeltaPart | None:
         header, length = _KEY.unpack_from(frame, at)
         if header != _KEY_HEADER or length < 0:
             return None
-        at += _KEY.size
-        key = frame[at : at + length].decode()
-        at += length
-        header, version, field = _VERSION.unpack_from(frame, at)
-        if header != _VERSION_HEADER:
+        at += 7 + length
+        key = frame[at - length : at].decode()
+        if not frame.startswith(_VERSION_HEADER, at):
             return None
-        at += _VERSION.size
-        if field == _OBJECT_HEADER:
-            (length,) = _I32.unpack_from(frame, at)
-            start = at + 4
+        if frame.startswith(_LIVE, at + 11):  # after the version: the object, or removed
+            version, length = _VERSION_LENGTH.unpack_from(frame, at + 3)
+            start = at + 18
             at = start + length
             if length < 0 or at >= end or frame[at] != 0:
                 return None
             entries.append(make_entry(key, version, frame[start:at]))
             at += 1
-        elif field == _REMOVED and frame[at : at + 2] == b"\x01\x00":
+        elif frame.startswith(_TOMBSTONE, at + 11):
+            (version,) = _I64.unpack_from(frame, at + 3)
             entries.append(make_entry(key, version, None))
-            at += 2
+            at += 16
         else:
             return None
     database = topic_database
-    if frame[at : at + 3] == _DATABASE_HEADER:
+    if frame.startswith(_DATABASE_HEADER, at):
         (length,) = _I32.unpack_from(frame, at + 3)
         if length < 0:
             return None
         at += 7 + length
         database = frame[at - length : at].decode()
     counts: dict[str, int] | None = None
-    if frame[at : at + 5] == _COUNTS_HEADER:
+    if frame.startswith(_COUNTS_HEADER, at):
         (size,) = _I32.unpack_from(frame, at + 5)
         if size < 0:
             return None
@@ -121,8 +122,7 @@ def _scan(frame: bytes, topic_database: str) -> DeltaPart | None:
             if length < 0:
                 return None
             at += 4 + length
-            name = frame[at - length : at].decode()
-            (counts[name],) = _I32.unpack_from(frame, at)
+            (counts[frame[at - length : at].decode()],) = _I32.unpack_from(frame, at)
             at += 4
     if at != end - 1 or frame[at] != 0:
         return None

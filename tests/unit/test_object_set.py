@@ -10,6 +10,7 @@ import pytest
 from subscriber.cache import CatalogCache
 from subscriber.object_set import BUCKETS, ObjectSet
 from subscriber.protocol.delta import Delta, Entry
+from subscriber.protocol.keys import partition_key
 
 
 def entry(key: str, version: int) -> Entry:
@@ -81,3 +82,48 @@ def test_a_database_key_set_is_made_anew_only_when_a_key_comes_or_goes() -> None
         )
     )
     assert "db" not in cache.view.by_database and len(cache.view.objects) == 0
+
+
+def test_replacing_a_present_key_equals_changing_it_and_copies_one_bucket() -> None:
+    rng = random.Random(7)
+    objects = ObjectSet.of({f"TABLE:db.t{i}": entry(f"TABLE:db.t{i}", 1) for i in range(300)})
+    for version in range(2, 50):
+        key = f"TABLE:db.t{rng.randrange(300)}"
+        replaced = objects.replaced(key, entry(key, version))
+        changed, came, went = objects.changed({key: entry(key, version)})
+        assert (came, went) == ([], []) and replaced == changed and len(replaced) == 300
+        shared = sum(a is b for a, b in zip(objects._buckets, replaced._buckets, strict=True))
+        assert shared == BUCKETS - 1 and objects[key].version < version
+        objects = replaced
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_one_entry_short_way_of_a_delta_equals_the_general_way(seed: int) -> None:
+    """``_with_changes`` takes a short way for a tuple of one live entry whose
+    non-partition key is present; a list of the same entries takes the general way."""
+    from subscriber.cache import _with_changes  # the function under test: private
+
+    rng = random.Random(seed)
+    tables = [f"TABLE:db{i % 3}.t{i}" for i in range(40)]
+    keys = tables + [partition_key("db0", "t0", f"p={i}") for i in range(5)]
+    cache = CatalogCache()
+    cache.install("s", 1, [entry(k, 1) for k in keys[::2]])
+    view = cache.view
+    short_ways = 0
+    for version in range(2, 200):
+        key = rng.choice(keys)
+        one = Entry(key, version, None) if rng.random() < 0.2 else entry(key, version)
+        short_events: list = []
+        general_events: list = []
+        short = _with_changes(view, version, (one,), short_events)
+        general = _with_changes(view, version, [one], general_events)
+        assert short.version == general.version == version
+        assert dict(short.objects.items()) == dict(general.objects.items())
+        assert short.by_database == general.by_database
+        assert {t: dict(p.items()) for t, p in short.partitions.items()} == {
+            t: dict(p.items()) for t, p in general.partitions.items()
+        }
+        assert short_events == general_events
+        short_ways += key in view.objects and one.payload is not None
+        view = general
+    assert short_ways > 50  # the short way was taken (a present table, updated)
