@@ -18,6 +18,7 @@ Why one module of over 400 lines: the one thread owning the DEALER and SUB (fail
 CURVE monitor, the two ways of waiting); every decision it carries out is made in
 :mod:`subscriber.sync`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -44,6 +45,7 @@ from subscriber.sync import Action, ActionKind, Phase, Step, SyncMachine
 log = logging.getLogger(__name__)
 svc = idl.catalog_service
 _EVENTS, _POLLIN, _RCVTIMEO = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.RCVTIMEO)
+_NOBLOCK = int(zmq.NOBLOCK)
 _STEADY_CHORES_S = 1.0
 """How often the steady state reads the CURVE monitor and the DEALER's unawaited
 answers (a session's handshakes are over; each look costs a change ~40 us, measured)."""
@@ -270,7 +272,11 @@ class SubscriberTransport:
         message came just before it and none after."""
         try:
             while not self._publication(sub, 0):
-                if self._woken or self._awaiting() or time.monotonic() >= due:
+                # Of what _awaiting() looks at only these ids (from 1) change here, by a
+                # step's request; a user's request rings the bell.
+                if self._woken or self._snapshot_rid or self._catch_up_rid:
+                    return False
+                if time.monotonic() >= due:
                     return False
         except zmq.Again:  # RCVTIMEO: nothing came
             return False
@@ -314,7 +320,7 @@ class SubscriberTransport:
             else:
                 self.stats.garbage += 1
             return False
-        body = sub.recv(zmq.NOBLOCK)
+        body = sub.recv(_NOBLOCK)
         try:
             message = wire.parse_publication(topic.bytes, body)
         except ProtocolError:
