@@ -256,7 +256,7 @@ class SubscriberTransport:
                 last_chores = now
             if answers and self._responses(dealer):
                 return
-            if self._woken:
+            if self._woken or not self._requests.empty():  # not behind a backlog's wake
                 self._send_requests(dealer)
             if (now := time.monotonic()) < due:  # messages carried their own reports
                 continue
@@ -266,17 +266,16 @@ class SubscriberTransport:
 
     def _follow(self, sub: zmq.Socket, due: float) -> bool:
         """The steady state: publication after publication, asleep in ``recv`` on the SUB
-        (its ``RCVTIMEO`` set for ``due``) while no answer is awaited. Returns (True:
-        reconnect) on silence, the bell, a step that awaits an answer, or once ``due``
-        has passed: a deadline is met late by at most ``RCVTIMEO`` (a second) when a
-        message came just before it and none after."""
+        (``RCVTIMEO`` set for ``due``). Returns (True: reconnect) on silence, a request, a
+        step awaiting an answer, or once ``due`` has passed (late by up to ``RCVTIMEO``,
+        a second, when a message came just before it and none after)."""
         try:
             while not self._publication(sub, 0):
-                # Of what _awaiting() looks at only these ids (from 1) change here, by a
-                # step's request; a user's request rings the bell.
-                if self._woken or self._snapshot_rid or self._catch_up_rid:
+                # A user's request leaves at once, even behind queued publications; of what
+                # _awaiting() reads only these ids (from 1) change here, by a step.
+                if self._woken or not self._requests.empty() or self._snapshot_rid:
                     return False
-                if time.monotonic() >= due:
+                if self._catch_up_rid or time.monotonic() >= due:
                     return False
         except zmq.Again:  # RCVTIMEO: nothing came
             return False
@@ -298,7 +297,9 @@ class SubscriberTransport:
         return False
 
     def _send_requests(self, dealer: zmq.Socket) -> None:
-        """Send what user threads queued (the bell is heard first: a later ring sends)."""
+        """Send what user threads queued. The bell is heard first, so a request queued
+        after this look rings anew (one queued before may have rung already: its wake,
+        still on the SUB, finds an empty queue)."""
         self._woken = False
         self._bell.heard()
         while not self._requests.empty():
