@@ -43,18 +43,29 @@ class TransportConfig:
         object.__setattr__(self, "endpoints", parse_endpoints(self.endpoints))
 
 
-def dealer(context: zmq.Context, config: TransportConfig, endpoint: str) -> zmq.Socket:
-    """The DEALER to catalogd at ``endpoint`` (hello, snapshot, catch-up, reports, fetches)."""
+def dealer(
+    context: zmq.Context, config: TransportConfig, endpoint: str
+) -> tuple[zmq.Socket, zmq.Socket]:
+    """The DEALER to catalogd at ``endpoint`` (hello, snapshot, catch-up, reports, fetches)
+    and its monitor (:data:`~subscriber.curve.HANDSHAKE_EVENTS`: how a refused key shows;
+    libzmq tells the application nothing else), made before it connects."""
     socket = context.socket(zmq.DEALER)
     try:
         socket.setsockopt(zmq.LINGER, 0)
         socket.setsockopt(zmq.MAXMSGSIZE, config.max_message_bytes)
         curve.apply(socket, config.curve)
-        socket.connect(endpoint)
+        monitor = socket.get_monitor_socket(curve.HANDSHAKE_EVENTS)
     except BaseException:
         socket.close(linger=0)
         raise
-    return socket
+    try:
+        socket.connect(endpoint)
+    except BaseException:
+        socket.disable_monitor()
+        monitor.close(linger=0)
+        socket.close(linger=0)
+        raise
+    return socket, monitor
 
 
 def sub(

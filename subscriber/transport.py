@@ -162,10 +162,8 @@ class SubscriberTransport:
 
     def _session(self) -> None:
         """One connection: handshake, subscribe, serve until reconnect or stop."""
-        dealer = sockets.dealer(self._context, self.config, self.endpoint)
+        dealer, self._monitor = sockets.dealer(self._context, self.config, self.endpoint)
         sub: zmq.Socket | None = None
-        # The monitor is how a refused key shows: libzmq tells the application nothing else.
-        self._monitor = dealer.get_monitor_socket(curve.HANDSHAKE_EVENTS)
         try:
             welcome = self._handshake(dealer)
             if welcome is None:
