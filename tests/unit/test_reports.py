@@ -34,3 +34,20 @@ def test_a_report_is_never_due_before_its_interval_unless_asked(
     clock = ReportClock(interval=interval)
     clock.sent(3, last)
     assert clock.due_at(4, last, slack) >= last + interval
+
+
+@given(
+    interval=st.sampled_from([0.5, 1.0]),
+    last=st.integers(-1, 5),
+    at=st.floats(0, 10),
+    asked=st.integers(0, 8),
+    current=st.integers(0, 8),
+    now=st.floats(0, 12),
+    slack=st.sampled_from([0.0, 1.0]),
+)
+def test_due_answers_what_due_at_says_in_one_call(
+    interval: float, last: int, at: float, asked: int, current: int, now: float, slack: float
+) -> None:
+    clock = ReportClock(interval=interval, version=last, at=at)
+    clock.ask(asked)
+    assert clock.due(current, now, slack) == (now >= clock.due_at(current, now, slack))
