@@ -57,11 +57,8 @@ class InprocBell:
     def ring(self) -> None:
         """Wake the owner; never blocks. While a ring is pending nothing more is sent."""
         with self._lock:
-            if self._rung or self._pub is None:
-                return
-            self._rung = True
-            with contextlib.suppress(zmq.ZMQError):  # a full pipe: a wake is queued there
-                self._pub.send(WAKE, zmq.NOBLOCK)
+            if not self._rung:
+                self._send()
 
     def attach(self, sub: zmq.Socket, timeout_s: float = 5.0) -> None:
         """Connect ``sub`` (subscribed to :data:`WAKE`'s prefix, connected nowhere else yet:
@@ -74,9 +71,7 @@ class InprocBell:
         deadline = time.monotonic() + timeout_s
         while True:
             with self._lock:
-                if self._pub is not None:
-                    self._rung = True
-                    self._pub.send(WAKE, zmq.NOBLOCK)
+                self._send()
             if sub.poll(1):  # at once, unless this send came too soon after another
                 break
             if time.monotonic() > deadline:
@@ -89,6 +84,13 @@ class InprocBell:
         """The owner is about to look at its queues: the next ring must send again."""
         with self._lock:
             self._rung = False
+
+    def _send(self) -> None:
+        """Publish :data:`WAKE`, now pending (under the lock; nothing once closed)."""
+        if self._pub is not None:
+            self._rung = True
+            with contextlib.suppress(zmq.ZMQError):  # a full pipe: a wake is queued there
+                self._pub.send(WAKE, zmq.NOBLOCK)
 
     def close(self) -> None:
         """Close the PUB (idempotent); later rings are ignored."""

@@ -50,19 +50,17 @@ def dealer(
     and its monitor (:data:`~subscriber.curve.HANDSHAKE_EVENTS`: how a refused key shows;
     libzmq tells the application nothing else), made before it connects."""
     socket = context.socket(zmq.DEALER)
+    monitor: zmq.Socket | None = None
     try:
         socket.setsockopt(zmq.LINGER, 0)
         socket.setsockopt(zmq.MAXMSGSIZE, config.max_message_bytes)
         curve.apply(socket, config.curve)
         monitor = socket.get_monitor_socket(curve.HANDSHAKE_EVENTS)
-    except BaseException:
-        socket.close(linger=0)
-        raise
-    try:
         socket.connect(endpoint)
     except BaseException:
-        socket.disable_monitor()
-        monitor.close(linger=0)
+        if monitor is not None:
+            socket.disable_monitor()
+            monitor.close(linger=0)
         socket.close(linger=0)
         raise
     return socket, monitor
