@@ -29,6 +29,31 @@ class DeltaPart:
     """Set on a delta's last part: the whole delta's entries per database."""
 
 
+_new = object.__new__
+_set_part_fields = tuple(vars(DeltaPart)[f].__set__ for f in DeltaPart.__slots__)
+
+
+def make_part(
+    service_id: str,
+    from_version: int,
+    to_version: int,
+    database: str,
+    entries: tuple[Entry, ...],
+    counts: Mapping[str, int] | None,
+) -> DeltaPart:
+    """``DeltaPart(...)`` in half the time (as :func:`~subscriber.protocol.delta.make_entry`):
+    one per published change."""
+    part = _new(DeltaPart)
+    a, b, c, d, e, f = _set_part_fields
+    a(part, service_id)
+    b(part, from_version)
+    c(part, to_version)
+    d(part, database)
+    e(part, entries)
+    f(part, counts)
+    return part
+
+
 @dataclass(frozen=True, slots=True)
 class Commit:
     """Closes a published delta: how many entries each database's part carried."""

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import idl
-from subscriber.protocol import codec, wire
+from subscriber.protocol import codec, delta_scan, wire
 from subscriber.protocol.delta import INVALIDATED, Delta, Entry
 from subscriber.protocol.delta_scan import MAX_SCANNED, scan_delta
 from subscriber.protocol.errors import ProtocolError
@@ -87,6 +87,29 @@ def test_catalogds_part_of_one_change_is_scanned_not_decoded(monkeypatch: Any) -
     assert part.counts == {"db": 1}
     assert wire.parse_publication(inv_topic, inv_body) == expected[1]
     assert expected[1].entries[0].payload is INVALIDATED
+
+
+def test_a_remembered_tail_reads_as_the_first_and_long_tails_are_not_remembered() -> None:
+    # Every change to one database ends in the same bytes (database, counts): the scan
+    # reads them once. Many databases in one delta make a long tail: read, not kept.
+    delta_scan._known_tail.cache_clear()
+    for version in range(1, 4):
+        delta = Delta(version - 1, version, (Entry("TABLE:db.t", version, b"x"),))
+        (topic, body), _ = messages(delta)
+        part = scan_delta(body, topic_database(topic))
+        assert part == general(topic, body)
+        with pytest.raises(TypeError):
+            part.counts["db"] = 2  # type: ignore[index]  # shared between parts: read-only
+    assert delta_scan._known_tail.cache_info().misses == 1
+    wide = Delta(0, 1, tuple(Entry(f"TABLE:db{i:03}.t", 1, b"x") for i in range(40)))
+    parts = [m for m in messages(wide) if m[0].startswith(wire.TOPIC_DELTA)]
+    for topic, body in parts:
+        assert scan_delta(body, topic_database(topic)) == general(topic, body)
+    info = delta_scan._known_tail.cache_info()
+    topic, body = parts[-1]  # the counts of 40 databases: a tail over 256 bytes
+    assert len(body) - body.index(b"\x0d\x00\x06") > delta_scan._KNOWN_TAIL_MAX
+    assert scan_delta(body, topic_database(topic)) == general(topic, body)
+    assert delta_scan._known_tail.cache_info() == info  # neither looked up nor kept
 
 
 def test_other_layouts_go_the_general_way() -> None:
