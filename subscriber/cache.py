@@ -116,15 +116,20 @@ def _with_changes(
     entries: Iterable[Entry],
     events: list[ChangeEvent] | None,
 ) -> CacheView:
-    before = ObjectSet.of(view.objects)
+    before = view.objects
+    if type(before) is not ObjectSet:  # a view the cache made holds one: no call
+        before = ObjectSet.of(before)
     if type(entries) is tuple and len(entries) == 1:  # most deltas: one object updated
         entry = entries[0]
         key = entry.key
-        if entry.payload is not None and key in before and not key.startswith(PARTITION_PREFIX):
-            if events is not None:
-                events.append(ChangeEvent(ChangeKind.UPDATED, key, entry.version))
+        if entry.payload is not None and not key.startswith(PARTITION_PREFIX):
             objects = before.replaced(key, entry)
-            return CacheView(view.service_id, version, objects, view.by_database, view.partitions)
+            if objects is not None:
+                if events is not None:
+                    events.append(ChangeEvent(ChangeKind.UPDATED, key, entry.version))
+                return CacheView(
+                    view.service_id, version, objects, view.by_database, view.partitions
+                )
     updates: dict[str, Entry | None] = {}  # non-partition key -> entry (None: removed)
     part_changes: dict[str, dict[str, Entry | None]] = {}
     previous: Entry | None = None

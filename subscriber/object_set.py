@@ -91,12 +91,15 @@ class ObjectSet(Mapping[str, Entry]):
                 bucket[key] = entry
         return ObjectSet(tuple(buckets), self._size + len(came) - len(went)), came, went
 
-    def replaced(self, key: str, entry: Entry) -> ObjectSet:
-        """A new set with ``entry`` for ``key``, which must be present: the common change
-        (one object updated) without :meth:`changed`'s bookkeeping."""
+    def replaced(self, key: str, entry: Entry) -> ObjectSet | None:
+        """A new set with ``entry`` for ``key``, when ``key`` is present (None when not):
+        the common change (one object updated) without :meth:`changed`'s bookkeeping."""
         buckets = self._buckets
         index = hash(key) & _MASK
-        bucket = dict(buckets[index])
+        bucket = buckets[index]
+        if key not in bucket:
+            return None
+        bucket = dict(bucket)
         bucket[key] = entry
         return ObjectSet((*buckets[:index], bucket, *buckets[index + 1 :]), self._size)
 

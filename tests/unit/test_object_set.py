@@ -84,12 +84,14 @@ def test_a_database_key_set_is_made_anew_only_when_a_key_comes_or_goes() -> None
     assert "db" not in cache.view.by_database and len(cache.view.objects) == 0
 
 
-def test_replacing_a_present_key_equals_changing_it_and_copies_one_bucket() -> None:
+def test_replacing_a_present_key_equals_changing_it_and_copies_one_bucket_an_absent_none() -> None:
     rng = random.Random(7)
     objects = ObjectSet.of({f"TABLE:db.t{i}": entry(f"TABLE:db.t{i}", 1) for i in range(300)})
     for version in range(2, 50):
         key = f"TABLE:db.t{rng.randrange(300)}"
         replaced = objects.replaced(key, entry(key, version))
+        assert replaced is not None
+        assert objects.replaced(f"TABLE:db.absent{version}", entry(key, version)) is None
         changed, came, went = objects.changed({key: entry(key, version)})
         assert (came, went) == ([], []) and replaced == changed and len(replaced) == 300
         shared = sum(a is b for a, b in zip(objects._buckets, replaced._buckets, strict=True))
