@@ -47,13 +47,13 @@ def capture(sub: zmq.Socket, to_version: int, timeout_s: float = 60) -> tuple[in
     while True:
         if not sub.poll(int(max(0.0, deadline - time.monotonic()) * 1000)):
             raise TimeoutError(f"no commit of version {to_version} published")
-        parts = sub.recv_multipart()
-        topic = parts[0]
+        parts = sub.recv_multipart()  # one frame: topic, then body
+        topic, body = wire.split_publication(parts[0])
         if topic[:1] == wire.TOPIC_HEARTBEAT:
             continue
         commit: Commit | None = None
         if topic == wire.TOPIC_COMMIT:
-            parsed = wire.parse_publication(topic, parts[1])
+            parsed = wire.parse_publication(topic, body)
             assert isinstance(parsed, Commit)
             commit = parsed
         if commit is not None and commit.to_version < to_version:

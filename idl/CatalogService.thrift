@@ -13,7 +13,8 @@
 include "CatalogObjects.thrift"
 
 // 2: table headers leave out the columns their HMS table gives (TTable.column_stats).
-const i32 PROTOCOL_VERSION = 2
+// 3: a publication is one frame, its topic then its body (two frames before).
+const i32 PROTOCOL_VERSION = 3
 
 // Outcome of a request (after seed 003's RequestStatus).
 enum TStatusCode {

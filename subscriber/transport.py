@@ -45,7 +45,7 @@ from subscriber.sync import Action, ActionKind, Phase, Step, SyncMachine
 log = logging.getLogger(__name__)
 svc = idl.catalog_service
 _EVENTS, _POLLIN, _RCVTIMEO = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.RCVTIMEO)
-_NOBLOCK = int(zmq.NOBLOCK)
+_NOBLOCK, _RCVMORE = int(zmq.NOBLOCK), int(zmq.RCVMORE)
 _STEADY_CHORES_S = 1.0
 """How often the steady state reads the CURVE monitor and the DEALER's unawaited
 answers (a session's handshakes are over; each look costs a change ~40 us, measured)."""
@@ -304,24 +304,24 @@ class SubscriberTransport:
             self._send_asked(dealer, *self._requests.get_nowait())
 
     def _publication(self, sub: zmq.Socket, flags: int) -> bool:
-        """Read and handle one publication, or the bell; True: reconnect. The topic frame
-        says whether a body follows (cheaper than RCVMORE): the bell's one frame has none,
-        and more frames than two are read as more (garbage) publications. One per wake:
-        ``EVENTS`` after each change would cost every change.
+        """Read and handle one publication, or the bell; True: reconnect. A publication is
+        one frame, topic then body (protocol 3); a catalogd of protocol 2 sends the topic
+        and the body as two frames, read as one publication (``RCVMORE`` is asked only
+        when a frame holds a topic and nothing more). One per wake: ``EVENTS`` after
+        each change would cost every change.
 
         Raises:
             zmq.Again: nothing came (``NOBLOCK``, or the SUB's ``RCVTIMEO`` passed).
         """
-        topic = sub.recv(flags, copy=False)
-        if not topic.more:
-            if topic.bytes == WAKE:
-                self._woken = True
-            else:
-                self.stats.garbage += 1
+        frame = sub.recv(flags)
+        if frame == WAKE:
+            self._woken = True
             return False
-        body = sub.recv(_NOBLOCK)
         try:
-            message = wire.parse_publication(topic.bytes, body)
+            topic, body = wire.split_publication(frame)
+            if not body and sub.get(_RCVMORE):
+                body = sub.recv(_NOBLOCK)
+            message = wire.parse_publication(topic, body)
         except ProtocolError:
             self.stats.garbage += 1
             return False

@@ -74,9 +74,9 @@ def watch():
     while True:
         if not sub.poll(200):
             continue
-        topic, _ = sub.recv_multipart()
+        frame = sub.recv()  # one frame: topic, then body
         now = time.monotonic()
-        if topic == b"h" and state["on"]:
+        if frame[:1] == b"h" and state["on"]:
             if state["last"] is not None:
                 stalls.append(max(0.0, now - state["last"] - interval))
             state["last"] = now

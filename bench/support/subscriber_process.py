@@ -154,8 +154,8 @@ def _floor(ctx: zmq.Context, sub: CatalogSubscriber, on_change: Callable[[Any], 
     def follow() -> None:
         try:
             while True:
-                feed.recv(copy=False)  # the topic
-                part = scan_delta(feed.recv(), "")
+                _, body = wire.split_publication(feed.recv())  # one frame: topic, body
+                part = scan_delta(body, "")
                 if part is not None and part.to_version > cache.view.version:
                     delta = Delta(cache.view.version, part.to_version, part.entries)
                     for event in cache.apply(delta):

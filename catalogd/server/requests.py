@@ -294,7 +294,8 @@ def _follows(databases: list[str] | None, shown: int = 8) -> str:
 
 def too_old(spoken: int) -> str:
     """Why a hello in an older protocol is refused: that subscriber would misread what
-    this catalogd sends (protocol 2 leaves derivable table columns off the wire)."""
+    this catalogd sends (protocol 2 leaves derivable table columns off the wire; protocol
+    3 publishes each message as one frame)."""
     return (
         f"this catalogd speaks protocol {svc.PROTOCOL_VERSION}, the subscriber {spoken}: "
         "upgrade the subscriber to catalogd's release"

@@ -354,7 +354,7 @@ class CatalogServer:
 
     def _publish(self, pub: zmq.Socket, delta: Delta) -> None:
         for topic, body in wire.delta_messages(self.service_id, delta):
-            pub.send_multipart([topic, body], copy=False)
+            pub.send(wire.publication(topic, body), copy=False)
             self.stats.published_messages += 1
             self.stats.published_bytes += len(topic) + len(body)
 
@@ -364,7 +364,7 @@ class CatalogServer:
         topic, body = wire.heartbeat_message(
             self.service_id, version, interval, int(now_ms * 1000), report=asked
         )
-        pub.send_multipart([topic, body])
+        pub.send(wire.publication(topic, body))
         self.stats.heartbeats += 1
 
     # -- requests -----------------------------------------------------------------------

@@ -77,6 +77,35 @@ def test_initial_sync_and_changes_equal_the_catalog(server: CatalogServer) -> No
         assert sub.lag_seconds == 0.0 and not sub.is_stale
 
 
+def test_a_protocol_2_catalogds_two_frame_publications_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A catalogd of protocol 2 sends topic and body as two frames (one since protocol 3):
+    a subscriber still follows it, deltas, commits and heartbeats alike."""
+
+    class TwoFrames:  # what the server thread's PUB sends, as protocol 2 framed it
+        def __init__(self, pub: zmq.Socket) -> None:
+            self.pub = pub
+
+        def send(self, frame: bytes, flags: int = 0, copy: bool = True) -> None:
+            self.pub.send_multipart(list(wire.split_publication(frame)), flags, copy=copy)
+
+    publish, heartbeat = CatalogServer._publish, CatalogServer._heartbeat
+    monkeypatch.setattr(CatalogServer, "_publish", lambda s, p, d: publish(s, TwoFrames(p), d))
+    monkeypatch.setattr(CatalogServer, "_heartbeat", lambda s, p: heartbeat(s, TwoFrames(p)))
+    srv = make_server()
+    try:
+        populate(srv)
+        with CatalogSubscriber(srv.endpoint) as sub:
+            sub.wait_synced(20)  # the join waits for a heartbeat: read in two frames
+            delta = srv.commit({"TABLE:a.t1": b"changed", "TABLE:b.t2": None}).result(10)
+            sub.wait_for_version(delta.to_version, 10)
+            assert cache_state(sub) == catalog_state(srv)
+            assert sub.stats.garbage == 0
+    finally:
+        srv.close()
+
+
 def test_subscriber_started_before_catalogd() -> None:
     port = free_port()
     sub = CatalogSubscriber(f"tcp://127.0.0.1:{port}").start()
@@ -183,7 +212,7 @@ def test_publisher_filters_by_topic_prefix(server: CatalogServer) -> None:
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
             if sub.poll(50):
-                topics.add(sub.recv_multipart()[0])
+                topics.add(wire.split_publication(sub.recv())[0])  # one frame each
         assert wire.delta_topic("a") in topics
         assert not {wire.delta_topic("ab"), wire.delta_topic("b")} & topics
     finally:
@@ -246,6 +275,9 @@ def test_garbage_sent_to_a_subscriber_is_counted_and_survived() -> None:
             pub.send_multipart([b"zz", b""])
             pub.send(b"h")  # a topic without a body
             pub.send_multipart([b"dx\0", b"\x00", b"\x00" + os.urandom(30)])  # a frame too many
+            pub.send(b"dx" + os.urandom(50).replace(b"\0", b""))  # a topic without its end
+            pub.send(b"dx\0\x00" + os.urandom(300))  # protocol 3's one frame, garbage inside
+            pub.send(b"h\x00" + os.urandom(30))
 
     thread = threading.Thread(target=rogue, daemon=True)
     thread.start()

@@ -38,8 +38,7 @@ def test_a_subscription_arriving_brings_a_heartbeat_at_once(server: CatalogServe
             sub.setsockopt(zmq.SUBSCRIBE, prefix)
         sub.connect(server.pub_endpoint)
         assert sub.poll(30_000), "no heartbeat after subscribing"
-        topic, body = sub.recv_multipart()
-        beat = wire.parse_publication(topic, body)
+        beat = wire.parse_publication(*wire.split_publication(sub.recv()))
         assert isinstance(beat, Heartbeat) and beat.service_id == server.service_id
     finally:
         sub.close(linger=0)
