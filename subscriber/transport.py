@@ -318,10 +318,11 @@ class SubscriberTransport:
             self._woken = True
             return False
         try:
-            topic, body = wire.split_publication(frame)
-            if not body and sub.get(_RCVMORE):
-                body = sub.recv(_NOBLOCK)
-            message = wire.parse_publication(topic, body)
+            message = wire.parse_frame(frame)
+            if message is None:  # a topic alone: protocol 2's body is the next frame
+                if not sub.get(_RCVMORE):
+                    raise ProtocolError(f"a topic without a body: {frame[:16]!r}")
+                message = wire.parse_publication(frame, sub.recv(_NOBLOCK))
         except ProtocolError:
             self.stats.garbage += 1
             return False
