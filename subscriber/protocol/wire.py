@@ -328,25 +328,13 @@ def split_publication(frame: bytes) -> tuple[bytes, bytes]:
 
 def parse_frame(frame: bytes) -> DeltaPart | Commit | Heartbeat | None:
     """Decode one PUB frame (:func:`publication`); None when it holds a topic and nothing
-    more (a protocol-2 catalogd's topic frame: the body is the next frame). The
-    per-change path: a delta's part is scanned without splitting the frame first.
+    more (a protocol-2 catalogd's topic frame: the body is the next frame).
 
     Raises:
         ProtocolError: as :func:`split_publication` and :func:`parse_publication`.
     """
-    kind = frame[:1]
-    if kind in (TOPIC_DELTA, TOPIC_INVALIDATION):
-        end = frame.find(b"\0", 1) + 1
-        if not end:
-            raise ProtocolError(f"topic without its end: {frame[:16]!r}")
-        if end == len(frame):
-            return None
-        body = frame[end:]
-        scanned = scan_delta(body, frame[1 : end - 1].decode(errors="replace"))
-        return scanned if scanned is not None else parse_publication(frame[:end], body)
-    if kind in (TOPIC_COMMIT, TOPIC_HEARTBEAT):
-        return parse_publication(kind, frame[1:]) if len(frame) > 1 else None
-    raise ProtocolError(f"unknown topic {frame[:16]!r}")
+    topic, body = split_publication(frame)
+    return parse_publication(topic, body) if body else None
 
 
 def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbeat:
