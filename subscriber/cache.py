@@ -110,6 +110,44 @@ def build_view(
     return replace(view, partitions=partitions)
 
 
+# The one-object update builds its event and its view through their slots: a frozen
+# dataclass's __init__ costs twice the time, and this is every change's path.
+_new = object.__new__
+_set_kind, _set_key, _set_event_version = (
+    vars(ChangeEvent)[f].__set__ for f in ChangeEvent.__slots__
+)
+_set_service_id, _set_version, _set_objects, _set_by_database, _set_partitions = (
+    vars(CacheView)[f].__set__ for f in CacheView.__slots__
+)
+_UPDATED = ChangeKind.UPDATED
+
+
+def _updated(key: str, version: int) -> ChangeEvent:
+    """``ChangeEvent(ChangeKind.UPDATED, key, version)``."""
+    event = _new(ChangeEvent)
+    _set_kind(event, _UPDATED)
+    _set_key(event, key)
+    _set_event_version(event, version)
+    return event
+
+
+def _view(
+    service_id: str,
+    version: int,
+    objects: Mapping[str, Entry],
+    by_database: Mapping[str, frozenset[str]],
+    partitions: Mapping[str, Partitions],
+) -> CacheView:
+    """``CacheView(service_id, version, objects, by_database, partitions)``."""
+    view = _new(CacheView)
+    _set_service_id(view, service_id)
+    _set_version(view, version)
+    _set_objects(view, objects)
+    _set_by_database(view, by_database)
+    _set_partitions(view, partitions)
+    return view
+
+
 def _with_changes(
     view: CacheView,
     version: int,
@@ -126,10 +164,8 @@ def _with_changes(
             objects = before.replaced(key, entry)
             if objects is not None:
                 if events is not None:
-                    events.append(ChangeEvent(ChangeKind.UPDATED, key, entry.version))
-                return CacheView(
-                    view.service_id, version, objects, view.by_database, view.partitions
-                )
+                    events.append(_updated(key, entry.version))
+                return _view(view.service_id, version, objects, view.by_database, view.partitions)
     updates: dict[str, Entry | None] = {}  # non-partition key -> entry (None: removed)
     part_changes: dict[str, dict[str, Entry | None]] = {}
     previous: Entry | None = None
@@ -217,16 +253,22 @@ class CatalogCache:
         Raises:
             VersionGapError: ``delta`` does not start at the current version.
         """
+        return self.advance(delta.from_version, delta.to_version, delta.entries)
+
+    def advance(
+        self, from_version: int, to_version: int, entries: Iterable[Entry]
+    ) -> list[ChangeEvent]:
+        """:meth:`apply` of the delta ``(from_version, to_version]`` of ``entries`` (its
+        checked range and form: newest per key, oldest first), without building the
+        :class:`Delta` (the per-change path)."""
         view = self.view
-        if delta.from_version != view.version:
+        if from_version != view.version:
             raise VersionGapError(
-                f"delta ({delta.from_version}, {delta.to_version}] does not follow "
+                f"delta ({from_version}, {to_version}] does not follow "
                 f"cached version {view.version}"
             )
         events: list[ChangeEvent] = []
-        self.view = _with_changes(
-            view, delta.to_version, delta.entries, events if self.emit_events else None
-        )
+        self.view = _with_changes(view, to_version, entries, events if self.emit_events else None)
         return events
 
 

@@ -8,8 +8,9 @@ delta. Its objects (databases, tables, views, functions, principals, cache pools
 one dict, copied whole by every delta: with 100,000 objects one changed table cost
 1.7 ms of the subscriber's thread, 20 us with 1,000. :class:`ObjectSet` keeps them in
 :data:`BUCKETS` dicts by key hash, like a table's partitions
-(:class:`~subscriber.partitions.PartitionSet`); a delta copies the bucket tuple and the
-buckets it touches (~1/256 of the objects each).
+(:class:`~subscriber.partitions.PartitionSet`); a delta copies the list of buckets (a
+list, never changed once a set holds it: copying it is one allocation) and the buckets it
+touches (~1/256 of the objects each).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ class ObjectSet(Mapping[str, Entry]):
 
     __slots__ = ("_buckets", "_size")
 
-    def __init__(self, buckets: tuple[dict[str, Entry], ...] | None = None, size: int = 0) -> None:
-        self._buckets = buckets if buckets is not None else (_NONE,) * BUCKETS
+    def __init__(self, buckets: list[dict[str, Entry]] | None = None, size: int = 0) -> None:
+        self._buckets = buckets if buckets is not None else [_NONE] * BUCKETS
         self._size = size
 
     @classmethod
@@ -89,19 +90,20 @@ class ObjectSet(Mapping[str, Entry]):
                 if key not in bucket:
                     came.append(key)
                 bucket[key] = entry
-        return ObjectSet(tuple(buckets), self._size + len(came) - len(went)), came, went
+        return ObjectSet(buckets, self._size + len(came) - len(went)), came, went
 
     def replaced(self, key: str, entry: Entry) -> ObjectSet | None:
         """A new set with ``entry`` for ``key``, when ``key`` is present (None when not):
         the common change (one object updated) without :meth:`changed`'s bookkeeping."""
-        buckets = self._buckets
         index = hash(key) & _MASK
-        bucket = buckets[index]
+        bucket = self._buckets[index]
         if key not in bucket:
             return None
         bucket = dict(bucket)
         bucket[key] = entry
-        return ObjectSet((*buckets[:index], bucket, *buckets[index + 1 :]), self._size)
+        buckets = self._buckets.copy()
+        buckets[index] = bucket
+        return ObjectSet(buckets, self._size)
 
     def __repr__(self) -> str:
         return f"ObjectSet({self._size} objects)"

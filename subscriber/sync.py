@@ -54,7 +54,7 @@ from operator import attrgetter
 
 from subscriber.cache import CatalogCache
 from subscriber.phases import Event, Phase, next_phase
-from subscriber.protocol.delta import Delta, Entry, make_delta
+from subscriber.protocol.delta import Delta, Entry
 from subscriber.protocol.keys import GLOBAL
 from subscriber.protocol.messages import (
     Commit,
@@ -298,7 +298,7 @@ class SyncMachine:
         if len(entries) > 1:
             entries = tuple(sorted(entries, key=attrgetter("version")))
         # _whole_next checked from_version < to_version: no second check.
-        step = Step(events=self.cache.apply(make_delta(part.from_version, to_version, entries)))
+        step = Step(events=self.cache.advance(part.from_version, to_version, entries))
         return self._report_if_due(step, now)
 
     def _commit(self, commit: Commit, now: float) -> Step:

@@ -119,19 +119,6 @@ class Delta:
         )
 
 
-_set_from, _set_to, _set_entries = (vars(Delta)[f].__set__ for f in Delta.__slots__)
-
-
-def make_delta(from_version: int, to_version: int, entries: tuple[Entry, ...]) -> Delta:
-    """``Delta(from_version, to_version, entries)`` through its slots, for a caller that
-    has checked ``from_version <= to_version`` (the per-change path: no second check)."""
-    delta = _new(Delta)
-    _set_from(delta, from_version)
-    _set_to(delta, to_version)
-    _set_entries(delta, entries)
-    return delta
-
-
 def apply_delta(live: MutableMapping[str, Entry], version: int, delta: Delta) -> int:
     """Apply ``delta`` in place to ``live`` (key -> live entry) held at ``version``.
 

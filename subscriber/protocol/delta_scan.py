@@ -45,12 +45,16 @@ __all__ = ["MAX_SCANNED", "scan_delta"]
 MAX_SCANNED = 64 * 1024
 """Longer frames (big deltas, compressed anyway past 2 KiB) go the general way."""
 
+_RAW = bytes([FLAG_RAW])
 _SERVICE_HEADER = b"\x0b\x00\x01"
 _I32 = struct.Struct(">i")  # a length, a count
 _VERSIONS = struct.Struct(">3sq3sq4si")  # from, to (i64), the entries list's header, count
 _FROM_HEADER, _TO_HEADER, _ENTRIES_HEADER = b"\x0a\x00\x02", b"\x0a\x00\x03", b"\x0f\x00\x04\x0c"
 _KEY = struct.Struct(">3si")  # TCatalogEntry field 1 (string): header, length
-_VERSION_FIELD = struct.Struct(">3sq3s")  # field 2 (i64): header, value; the next header
+_VERSION_FIELD = struct.Struct(">3sq3si")  # field 2 (i64): header, value; the next header
+# and four bytes more: the object's length when field 3 follows (after a tombstone's
+# header they are ``01 00`` and two bytes more, read and not used: catalogd writes a
+# database field after the last entry; a part ending sooner goes the general way)
 _KEY_HEADER, _VERSION_HEADER = b"\x0b\x00\x01", b"\x0a\x00\x02"
 _LIVE = b"\x0b\x00\x03"  # field 3 (binary): the object
 _TOMBSTONE = b"\x02\x00\x04\x01\x00"  # field 4 (bool) true, the entry's end
@@ -58,19 +62,20 @@ _DATABASE_HEADER = b"\x0b\x00\x05"
 _COUNTS_HEADER = b"\x0d\x00\x06\x0b\x08"  # field 6: map<string, i32>
 
 
-def scan_delta(frame: bytes, topic_database: str) -> DeltaPart | None:
-    """The part in ``frame`` (a PUB body), when it is uncompressed and in the layout
-    above; None otherwise. ``topic_database``: the database its topic names (the
-    part's own when it carries none, as in the general way)."""
+def scan_delta(frame: bytes, topic_database: str, start: int = 0) -> DeltaPart | None:
+    """The part in ``frame[start:]`` (a PUB body: ``start`` skips the topic of a
+    one-frame publication, so the body is not copied), when it is uncompressed and in
+    the layout above; None otherwise. ``topic_database``: the database its topic names
+    (the part's own when it carries none, as in the general way)."""
     # The per-change path: few calls and opcodes (cold, each costs a change ~0.2 us).
-    if not frame or len(frame) > MAX_SCANNED or frame[0] != FLAG_RAW:
+    if len(frame) - start > MAX_SCANNED or frame[start : start + 1] != _RAW:
         return None
     try:
-        header, length = _KEY.unpack_from(frame, 1)
+        header, length = _KEY.unpack_from(frame, start + 1)
         if header != _SERVICE_HEADER or length < 0:
             return None
-        at = 8 + length
-        service_id = frame[8:at].decode()
+        at = start + 8 + length
+        service_id = frame[start + 8 : at].decode()
         h_from, from_version, h_to, to_version, h_list, count = _VERSIONS.unpack_from(frame, at)
         if h_from != _FROM_HEADER or h_to != _TO_HEADER or h_list != _ENTRIES_HEADER or count < 0:
             return None
@@ -84,16 +89,16 @@ def scan_delta(frame: bytes, topic_database: str) -> DeltaPart | None:
                 return None
             key_end = at + 7 + length
             key = frame[at + 7 : key_end].decode()
-            header, version, field = _VERSION_FIELD.unpack_from(frame, key_end)
+            # The version, the next field's header and (when it is the object) its length.
+            header, version, field, length = _VERSION_FIELD.unpack_from(frame, key_end)
             if header != _VERSION_HEADER:
                 return None
             if field == _LIVE:  # after the version: the object, or removed
-                (length,) = _I32.unpack_from(frame, key_end + 14)
-                start = key_end + 18
-                at = start + length
+                object_at = key_end + 18
+                at = object_at + length
                 if length < 0 or frame[at] != 0:
                     return None
-                entries.append(make_entry(key, version, frame[start:at]))
+                entries.append(make_entry(key, version, frame[object_at:at]))
                 at += 1
             elif frame.startswith(_TOMBSTONE, key_end + 11):
                 entries.append(make_entry(key, version, None))

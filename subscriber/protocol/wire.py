@@ -308,9 +308,10 @@ def publication(topic: bytes, body: bytes) -> bytes:
     return topic + body
 
 
-def split_publication(frame: bytes) -> tuple[bytes, bytes]:
-    """The topic and the body of a PUB frame (:func:`publication`). A delta's or an
-    invalidation's topic ends at its NUL; a commit's and a heartbeat's is one byte.
+def topic_end(frame: bytes) -> int:
+    """Where a PUB frame's topic ends (:func:`publication`): a delta's or an
+    invalidation's topic ends at its NUL (so at 2 or later); a commit's and a
+    heartbeat's is one byte.
 
     Raises:
         ProtocolError: an unknown topic, or a database name without its end.
@@ -320,21 +321,36 @@ def split_publication(frame: bytes) -> tuple[bytes, bytes]:
         end = frame.find(b"\0", 1) + 1
         if not end:
             raise ProtocolError(f"topic without its end: {frame[:16]!r}")
-        return frame[:end], frame[end:]
+        return end
     if kind in (TOPIC_COMMIT, TOPIC_HEARTBEAT):
-        return kind, frame[1:]
+        return 1
     raise ProtocolError(f"unknown topic {frame[:16]!r}")
+
+
+def split_publication(frame: bytes) -> tuple[bytes, bytes]:
+    """The topic and the body of a PUB frame (:func:`publication`).
+
+    Raises:
+        ProtocolError: as :func:`topic_end`.
+    """
+    end = topic_end(frame)
+    return frame[:end], frame[end:]
 
 
 def parse_frame(frame: bytes) -> DeltaPart | Commit | Heartbeat | None:
     """Decode one PUB frame (:func:`publication`); None when it holds a topic and nothing
-    more (a protocol-2 catalogd's topic frame: the body is the next frame).
+    more (a protocol-2 catalogd's topic frame: the body is the next frame). A part in
+    catalogd's layout is scanned in the frame, its body not copied out.
 
     Raises:
-        ProtocolError: as :func:`split_publication` and :func:`parse_publication`.
+        ProtocolError: as :func:`topic_end` and :func:`parse_publication`.
     """
-    topic, body = split_publication(frame)
-    return parse_publication(topic, body) if body else None
+    end = topic_end(frame)
+    if end == len(frame):
+        return None
+    if end > 1 and (part := scan_delta(frame, frame[1 : end - 1].decode("utf-8", "replace"), end)):
+        return part  # a delta or an invalidation (the one-byte topics are 1 long)
+    return parse_publication(frame[:end], frame[end:])
 
 
 def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbeat:

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalogd.core.catalog import Catalog, DeltaUnavailableError
-from subscriber.cache import BUCKETS, CatalogCache, ChangeKind, build_view
+from subscriber.cache import BUCKETS, CacheView, CatalogCache, ChangeEvent, ChangeKind, build_view
 from subscriber.protocol.delta import Delta, Entry, VersionGapError
 from subscriber.protocol.keys import partition_key, split_partition_key
 
@@ -57,6 +57,24 @@ def test_old_views_stay_unchanged_after_apply() -> None:
     assert old.get("HDFS_PARTITION:a.t:dt=1") is not None and old.version == 1
     assert cache.view.get("HDFS_PARTITION:a.t:dt=1") is None
     assert "a.t" not in cache.view.partitions
+
+
+def test_one_updated_object_gives_the_view_and_event_the_dataclasses_give() -> None:
+    # The one-object update builds its view and its event through their slots.
+    cache = CatalogCache()
+    cache.install("s", 1, [Entry("TABLE:a.t", 1, b"x"), Entry("TABLE:a.u", 1, b"y")])
+    before = cache.view
+    events = cache.advance(1, 2, (Entry("TABLE:a.t", 2, b"z"),))
+    assert events == [ChangeEvent(ChangeKind.UPDATED, "TABLE:a.t", 2)]
+    assert hash(events[0]) == hash(ChangeEvent(ChangeKind.UPDATED, "TABLE:a.t", 2))
+    expected = CacheView("s", 2, cache.view.objects, before.by_database, before.partitions)
+    assert cache.view == expected and cache.view.objects["TABLE:a.t"].payload == b"z"
+    assert dict(cache.view.objects) == {
+        **dict(before.objects),
+        "TABLE:a.t": Entry("TABLE:a.t", 2, b"z"),
+    }
+    with pytest.raises(AttributeError):
+        cache.view.version = 3  # type: ignore[misc]  # frozen, as a dataclass-built view
 
 
 def test_gap_is_refused_and_leaves_the_view() -> None:

@@ -70,6 +70,11 @@ def test_a_scanned_part_is_the_part_the_decoder_reads(seed: int) -> None:
             continue
         assert scanned == general(topic, body)
         assert wire.parse_publication(topic, body) == scanned
+        # A one-frame publication is scanned in place, after its topic.
+        frame = wire.publication(topic, body)
+        assert scan_delta(frame, topic_database(topic), len(topic)) == scanned
+        assert scan_delta(b"\x01" + frame, topic_database(topic), len(topic)) is None
+        assert wire.parse_frame(frame) == scanned
 
 
 def test_catalogds_part_of_one_change_is_scanned_not_decoded(monkeypatch: Any) -> None:
