@@ -143,7 +143,7 @@ class CatalogSubscriber(CatalogReads):
             databases=dbs,
             stale_after_heartbeats=stale_after_heartbeats,
             request_timeout_s=request_timeout_s,
-            cache=on_demand,  # type: ignore[arg-type]  # the same apply/install/view
+            cache=on_demand,  # type: ignore[arg-type]  # the same install/apply/advance/view
         )
         self._transport = SubscriberTransport(config, self._machine, self._after_step)
         self._on_demand = on_demand

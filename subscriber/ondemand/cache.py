@@ -235,19 +235,26 @@ class OnDemandCache:
 
     def apply(self, delta: Delta) -> list[ChangeEvent]:
         """Apply invalidations (or whole entries: treated as invalidations)."""
+        return self.advance(delta.from_version, delta.to_version, delta.entries)
+
+    def advance(
+        self, from_version: int, to_version: int, entries: Iterable[Entry]
+    ) -> list[ChangeEvent]:
+        """:meth:`apply` of the delta ``(from_version, to_version]`` of ``entries``, not
+        built (as :meth:`subscriber.cache.CatalogCache.advance`)."""
         events: list[ChangeEvent] = []
         with self._lock:
-            if delta.from_version != self.view.version:
+            if from_version != self.view.version:
                 raise VersionGapError(
-                    f"invalidations ({delta.from_version}, {delta.to_version}] do not follow "
+                    f"invalidations ({from_version}, {to_version}] do not follow "
                     f"applied version {self.view.version}"
                 )
-            for entry in delta.entries:
+            for entry in entries:
                 self._invalidate(entry)
                 if self.emit_events:
                     kind = ChangeKind.REMOVED if entry.payload is None else ChangeKind.UPDATED
                     events.append(ChangeEvent(kind, entry.key, entry.version))
-            self.view = OnDemandView(self.view.service_id, delta.to_version)
+            self.view = OnDemandView(self.view.service_id, to_version)
             while len(self._log) > self._log_limit:
                 _, version = self._log.popitem(last=False)
                 self.log_floor = max(self.log_floor, version)

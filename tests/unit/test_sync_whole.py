@@ -6,7 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subscriber.protocol.delta import Entry
+from subscriber.ondemand.cache import OnDemandCache, OnDemandView
+from subscriber.protocol.delta import INVALIDATED, Entry
 from subscriber.protocol.messages import Commit, DeltaPart, Heartbeat
 from subscriber.sync import SyncMachine
 
@@ -123,3 +124,22 @@ def test_the_short_way_is_taken_for_catalogd_s_usual_change() -> None:
     # Not taken: a filtered machine (it waits for the commit), a gap, another service.
     gap = _follow_up(5, [Entry("TABLE:a.t", 0, b"x")], "a")
     assert m.on_part(gap, 1.1).actions and m.taken == 3
+
+
+def test_the_short_way_moves_an_on_demand_cache_as_the_general_way() -> None:
+    # The machine drives either cache; the short way calls advance() on either.
+    machines = [
+        cls(cache=OnDemandCache(1 << 20))  # type: ignore[arg-type]  # as api.py passes it
+        for cls in (Counting, GeneralOnly)
+    ]
+    for m in machines:
+        m.cache.emit_events = True
+        m.on_connected(0)
+        m.on_heartbeat(Heartbeat("s", 0, 1.0), 0)
+        m.on_snapshot("s", 0, [], 0)
+    for version in range(3):
+        entries = [Entry("TABLE:a.t", 0, INVALIDATED), Entry("TABLE:a.u", 0, None)]
+        steps = [m.on_part(_follow_up(version * 2, entries, "a"), 1.0) for m in machines]
+        assert steps[0] == steps[1] and len(steps[0].events) == 2
+    assert machines[0].taken == 3
+    assert [m.cache.view for m in machines] == [OnDemandView("s", 6)] * 2
