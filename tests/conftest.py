@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -22,3 +23,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(class archive, PostgreSQL DDL); default: pytest's cache dir (a temp dir "
         "for this run only under -p no:cacheprovider)",
     )
+
+
+class _TransportFailures(logging.Handler):
+    """Records of a subscriber transport thread that caught an exception it did not
+    expect: it survives by reconnecting, which hides a bug behind a resync."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.failures: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.getMessage().startswith("subscriber transport failed"):
+            self.failures.append(self.format(record))
+
+
+@pytest.fixture(autouse=True)
+def _no_transport_failure() -> Iterator[None]:
+    """Every test fails when a subscriber's transport thread failed during it (a
+    programming error on the per-change path once went unseen this way)."""
+    handler = _TransportFailures()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("subscriber.transport")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+    if handler.failures:
+        pytest.fail("a subscriber transport thread failed:\n" + handler.failures[0], False)
