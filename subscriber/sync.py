@@ -158,13 +158,14 @@ class SyncMachine:
     def on_part(self, part: DeltaPart, now: float) -> Step:
         if self._whole_next(part):  # the common case, the short way
             return self._apply_whole(part, now)
-        return self._report_if_due(self._part(part, now), now)
+        return self._report_if_due(self._part(part, now), now, self._tick_slack())
 
     def on_commit(self, commit: Commit, now: float) -> Step:
-        return self._report_if_due(self._commit(commit, now), now)
+        return self._report_if_due(self._commit(commit, now), now, self._tick_slack())
 
     def on_heartbeat(self, beat: Heartbeat, now: float) -> Step:
-        return self._report_if_due(self._heartbeat(beat, now), now)
+        # Reports ride on heartbeats (due half a heartbeat interval early: beats jitter).
+        return self._report_if_due(self._heartbeat(beat, now), now, -self._tick_slack() / 2)
 
     def on_snapshot_chunk(self, chunk: SnapshotChunk, now: float) -> Step:
         """One chunk of the answer to the snapshot this machine asked for."""
@@ -294,12 +295,11 @@ class SyncMachine:
         if to_version >= self._announced:
             self._announced = to_version
             self._current_since = now  # the cache holds every announced version
-        entries = part.entries
-        if len(entries) > 1:
+        if len(entries := part.entries) > 1:
             entries = tuple(sorted(entries, key=attrgetter("version")))
         # _whole_next checked from_version < to_version: no second check.
         step = Step(events=self.cache.advance(part.from_version, to_version, entries))
-        return self._report_if_due(step, now)
+        return self._report_if_due(step, now, self._tick_slack())
 
     def _commit(self, commit: Commit, now: float) -> Step:
         step = self._heard(commit.service_id, now)
@@ -409,7 +409,8 @@ class SyncMachine:
         return step
 
     def _tick_slack(self) -> float:
-        """A tick's report waits one heartbeat interval more (a heartbeat carries it)."""
+        """A tick's or a delta's report waits one heartbeat interval more (a heartbeat
+        carries it, so a change's path sends none)."""
         return min(self._interval, self._reports.interval)
 
     def _catch_up(self, step: Step, now: float) -> Step:

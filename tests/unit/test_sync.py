@@ -381,6 +381,28 @@ def test_a_heartbeat_asking_for_reports_gets_each_new_version_until_its_own() ->
     assert m.cache.view.version == 7 and step.report == Report("s", 7)
 
 
+def test_reports_ride_on_heartbeats_not_on_changes() -> None:
+    # 10 changes a second and a heartbeat each second (a little early or late): every
+    # report goes with a heartbeat, none with a change (the fan-out's per-change path).
+    catalog = Catalog(version=3)
+    m = _asking_snapshot()
+    m.on_snapshot("s", 3, [], 5.0)
+    carried: list[tuple[str, int]] = []
+    for tick in range(1, 51):
+        now = 5.0 + tick / 10
+        for report in _fed(m, publish("s", catalog.commit({"TABLE:a.t": b"%d" % tick})), now):
+            carried += [("delta", report.version)] if report else []
+        if tick % 10 == 0:
+            jitter = 0.02 if tick % 20 else -0.02
+            beat = m.on_heartbeat(Heartbeat("s", catalog.version, 1.0), now + jitter)
+            carried += [("beat", beat.report.version)] if beat.report else []
+    assert carried == [("beat", v) for v in (13, 23, 33, 43, 53)]
+    # Heartbeats stop: a change carries the report one heartbeat interval later.
+    changes = [publish("s", catalog.commit({"TABLE:a.t": b"%f" % t})) for t in (11.5, 12.1)]
+    reports = [_fed(m, msgs, t) for msgs, t in zip(changes, (11.5, 12.1), strict=True)]
+    assert set(reports[0]) == {None} and Report("s", 55) in reports[1]
+
+
 def test_unchanged_version_is_reported_again_every_interval() -> None:
     m = SyncMachine(report_interval_s=2.0)
     m.on_connected(0)
