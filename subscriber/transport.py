@@ -394,9 +394,9 @@ class SubscriberTransport:
             service_id = self.machine.cache.view.service_id
             if not self.stats.service_ids or self.stats.service_ids[-1] != service_id:
                 self.stats.service_ids.append(service_id)
-        if step.report is not None:  # sent now: this is the thread that owns the socket
-            report = step.report
-            self._send(requests.report(self.config.client_id, report.service_id, report.version))
+        if (report := step.report) is not None:  # sent now: this thread owns the socket
+            client_id, service_id = self.config.client_id, report.service_id
+            self._send_frame(requests.report_frame(client_id, service_id, report.version))
         if step.events:
             stats.deltas_applied += 1
         reconnect = bool(step.actions) and self._act(step.actions)
@@ -436,11 +436,14 @@ class SubscriberTransport:
                 self._asked.forget(request.request_id)
 
     def _send(self, request: Any) -> None:
+        self._send_frame(codec.pack(request))
+
+    def _send_frame(self, frame: bytes) -> None:
         if self._dealer is None:
             return  # not connected: the machine asks again after reconnecting
         # A full pipe: the request times out in the machine and is sent again.
         with contextlib.suppress(zmq.Again):
-            self._dealer.send(codec.pack(request), zmq.NOBLOCK)
+            self._dealer.send(frame, zmq.NOBLOCK)
 
     def _next_rid(self) -> int:
         self._rid += 1

@@ -49,6 +49,7 @@ from subscriber.protocol import codec
 from subscriber.protocol.delta import INVALIDATED, Delta, Entry, make_entry
 from subscriber.protocol.delta_scan import scan_delta
 from subscriber.protocol.errors import ProtocolError
+from subscriber.protocol.heartbeat_scan import scan_heartbeat
 from subscriber.protocol.keys import GLOBAL, PARTITION_PREFIX, database_of, split_partition_key
 from subscriber.protocol.messages import (
     Commit,
@@ -339,17 +340,19 @@ def split_publication(frame: bytes) -> tuple[bytes, bytes]:
 
 def parse_frame(frame: bytes) -> DeltaPart | Commit | Heartbeat | None:
     """Decode one PUB frame (:func:`publication`); None when it holds a topic and nothing
-    more (a protocol-2 catalogd's topic frame: the body is the next frame). A part in
-    catalogd's layout is scanned in the frame, its body not copied out.
+    more (a protocol-2 catalogd's topic frame: the body is the next frame). A part or a
+    heartbeat in catalogd's layout is scanned in the frame, its body not copied out.
 
     Raises:
         ProtocolError: as :func:`topic_end` and :func:`parse_publication`.
     """
-    end = topic_end(frame)
-    if end == len(frame):
+    if (end := topic_end(frame)) == len(frame):
         return None
-    if end > 1 and (part := scan_delta(frame, frame[1 : end - 1].decode("utf-8", "replace"), end)):
-        return part  # a delta or an invalidation (the one-byte topics are 1 long)
+    if end > 1:  # a delta or an invalidation (the one-byte topics are 1 long)
+        if part := scan_delta(frame, frame[1 : end - 1].decode("utf-8", "replace"), end):
+            return part
+    elif frame[:1] == TOPIC_HEARTBEAT and (beat := scan_heartbeat(frame, 1)):
+        return beat
     return parse_publication(frame[:end], frame[end:])
 
 
