@@ -74,6 +74,7 @@ __all__ = [
     "COMPRESS_THRESHOLD",
     "EXPANSION",
     "FLAG_RAW",
+    "RAW",
     "FLAG_ZLIB",
     "MAX_DECODED_SIZE",
     "MAX_DEPTH",
@@ -93,6 +94,8 @@ T = TypeVar("T")
 
 FLAG_RAW = 0x00
 FLAG_ZLIB = 0x01
+RAW = bytes((FLAG_RAW,))
+"""A raw frame's first byte (:data:`FLAG_RAW`), as bytes."""
 # pack() compresses encodings longer than this. Measured (bench/codec_bench.py):
 # a one-partition delta (~650 B) shrinks only 1.7x for ~15 us of zlib work at
 # the two ends; from ~2.5 KB (4 partitions) on it shrinks 4-12x.
@@ -163,7 +166,7 @@ def frame(data: bytes, *, compress_threshold: int = COMPRESS_THRESHOLD) -> bytes
     """:func:`pack` of a struct already encoded (``data``, as :func:`encode` writes it)."""
     if len(data) > compress_threshold:
         return bytes((FLAG_ZLIB,)) + zlib.compress(data, 1)
-    return bytes((FLAG_RAW,)) + data
+    return RAW + data
 
 
 def unpack(

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
-from subscriber.protocol.codec import FLAG_RAW
+from subscriber.protocol.codec import RAW
 from subscriber.protocol.delta import Entry, make_entry
 from subscriber.protocol.messages import DeltaPart, make_part
 
@@ -45,7 +45,6 @@ __all__ = ["MAX_SCANNED", "scan_delta"]
 MAX_SCANNED = 64 * 1024
 """Longer frames (big deltas, compressed anyway past 2 KiB) go the general way."""
 
-_RAW = bytes([FLAG_RAW])
 _SERVICE_HEADER = b"\x0b\x00\x01"
 _I32 = struct.Struct(">i")  # a length, a count
 _VERSIONS = struct.Struct(">3sq3sq4si")  # from, to (i64), the entries list's header, count
@@ -68,7 +67,7 @@ def scan_delta(frame: bytes, topic_database: str, start: int = 0) -> DeltaPart |
     the layout above; None otherwise. ``topic_database``: the database its topic names
     (the part's own when it carries none, as in the general way)."""
     # The per-change path: few calls and opcodes (cold, each costs a change ~0.2 us).
-    if len(frame) - start > MAX_SCANNED or frame[start : start + 1] != _RAW:
+    if len(frame) - start > MAX_SCANNED or frame[start : start + 1] != RAW:
         return None
     try:
         header, length = _KEY.unpack_from(frame, start + 1)

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import struct
 
-from subscriber.protocol.codec import FLAG_RAW
-from subscriber.protocol.messages import Heartbeat
+from subscriber.protocol.codec import RAW
+from subscriber.protocol.messages import Heartbeat, interval_s
 
 __all__ = ["scan_heartbeat"]
 
 _HEAD = struct.Struct(">c3si")  # the frame's flag, field 1 (string): header, length
-_RAW, _SERVICE_HEADER = bytes([FLAG_RAW]), b"\x0b\x00\x01"
+_SERVICE_HEADER = b"\x0b\x00\x01"
 _FIELDS = struct.Struct(">3sq3sq3si")  # fields 2, 3 (i64) and 4 (i32): header, value
 _HEADERS = (b"\x0a\x00\x02", b"\x0a\x00\x03", b"\x08\x00\x04")
 _ENDS = {b"\x00": False, b"\x02\x00\x05\x00\x00": False, b"\x02\x00\x05\x01\x00": True}
@@ -43,7 +43,7 @@ def scan_heartbeat(frame: bytes, start: int = 0) -> Heartbeat | None:
     one-frame publication), when it is in the layout above; None otherwise."""
     try:
         flag, header, length = _HEAD.unpack_from(frame, start)
-        if flag != _RAW or header != _SERVICE_HEADER or length < 0:
+        if flag != RAW or header != _SERVICE_HEADER or length < 0:
             return None
         at = start + 8 + length
         service_id = frame[start + 8 : at].decode()
@@ -54,6 +54,6 @@ def scan_heartbeat(frame: bytes, start: int = 0) -> Heartbeat | None:
         report = _ENDS.get(frame[at : at + 6])  # 6: longer than every end, so no garbage copy
         if report is None:
             return None
-        return Heartbeat(service_id, version, max(interval_ms, 1) / 1000.0, report)
+        return Heartbeat(service_id, version, interval_s(interval_ms), report)
     except (struct.error, UnicodeDecodeError):
         return None

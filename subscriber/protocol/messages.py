@@ -73,6 +73,12 @@ class Heartbeat:
     """catalogd asks for the applied version now (THeartbeat.report)."""
 
 
+def interval_s(interval_ms: int) -> float:
+    """A heartbeat's ``interval_ms`` in seconds, at least a millisecond (both readers of
+    a ``THeartbeat`` use it: the scan and the general way)."""
+    return max(interval_ms, 1) / 1000.0
+
+
 @dataclass(frozen=True, slots=True)
 class PackedRun:
     """``count`` consecutive partitions of table ``table`` (``db.t``) in a snapshot chunk,

@@ -58,6 +58,7 @@ from subscriber.protocol.messages import (
     SnapshotChunk,
     SnapshotEnd,
     Welcome,
+    interval_s,
 )
 
 svc = idl.catalog_service
@@ -329,11 +330,8 @@ def topic_end(frame: bytes) -> int:
 
 
 def split_publication(frame: bytes) -> tuple[bytes, bytes]:
-    """The topic and the body of a PUB frame (:func:`publication`).
-
-    Raises:
-        ProtocolError: as :func:`topic_end`.
-    """
+    """The topic and the body of a PUB frame (:func:`publication`); raises as
+    :func:`topic_end`."""
     end = topic_end(frame)
     return frame[:end], frame[end:]
 
@@ -389,7 +387,7 @@ def parse_publication(topic: bytes, body: bytes) -> DeltaPart | Commit | Heartbe
     if kind == TOPIC_HEARTBEAT and len(topic) == 1:
         t = codec.unpack(svc.THeartbeat, body)
         _require(t, "service_id", "version", "interval_ms")
-        return Heartbeat(t.service_id, t.version, max(t.interval_ms, 1) / 1000.0, bool(t.report))
+        return Heartbeat(t.service_id, t.version, interval_s(t.interval_ms), bool(t.report))
     raise ProtocolError(f"unknown topic {topic[:16]!r}")
 
 
